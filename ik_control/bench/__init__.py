@@ -1,0 +1,1 @@
+"""Benchmarks behind ``ik_control bench``: each prints figures and compares peers in one run."""

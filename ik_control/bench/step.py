@@ -1,0 +1,151 @@
+"""Microseconds per control update, ours next to a plain numpy version and pink, in one run.
+
+One update = forward kinematics, Jacobians, pose error, DLS with adaptive damping and the
+joint-centering nullspace term (SAM eq. 16-18), for the WAM (tool, 6-D task, 7 joints)
+and SIMON (both hands, 12-D task, 16 joints). Peers on the same robot, configuration and
+target in the same process:
+
+* ``numpy+pinocchio``: ``computeFrameJacobian`` and placements through pinocchio's Python
+  API, ``log3``, then the same DLS and nullspace in numpy -- the obvious implementation;
+* ``pink``: ``Configuration.update`` + ``solve_ik`` (QP with daqp) on FrameTasks plus a
+  PostureTask, pink's way of using redundancy, on a model with the same joints.
+
+Each call is timed separately (``perf_counter_ns``); median and 99th percentile reported.
+"""
+
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from ik_control import robots
+from ik_control.ik.solver import SolverConfig, VelocitySolver
+
+
+def _targets(model, q):
+    """Targets 5 cm and 0.1 rad away from the placements at ``q``."""
+    T = model.frame_placements(q)
+    T[:, :3, 3] += 0.05
+    c, s = np.cos(0.1), np.sin(0.1)
+    T[:, :3, :3] = T[:, :3, :3] @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    return T
+
+
+def _time(fn, samples):
+    fn()
+    out = np.empty(samples)
+    clock = time.perf_counter_ns
+    for i in range(samples):
+        t0 = clock()
+        fn()
+        out[i] = clock() - t0
+    return out / 1e3
+
+
+def _stats(us):
+    return {'median_us': float(np.median(us)), 'p99_us': float(np.percentile(us, 99)),
+            'mean_us': float(np.mean(us))}
+
+
+def ours(model, q, T, samples):
+    """Our compiled update."""
+    solver = VelocitySolver(model, SolverConfig(centering_gain=0.01))
+    return _time(lambda: solver.step(q, T), samples)
+
+
+def numpy_pinocchio(model, q, T, samples):
+    """The straightforward version: pinocchio's Python API + numpy linear algebra."""
+    pm, pd = model.pin_model, model.pin_model.createData()
+    fids = model.frame_ids
+    qt = model.tree_configuration(q)
+    cols = np.flatnonzero(model.ctrl_index >= 0)
+    cols = cols[np.argsort(model.ctrl_index[cols])][:model.nq]
+    lam2 = 0.01 ** 2
+    center = model.center
+    half = 0.5 * (model.upper - model.lower)
+    targets = [pin.SE3(t[:3, :3], t[:3, 3]) for t in T]
+    eye = np.eye(model.nq)
+
+    def update():
+        pin.framesForwardKinematics(pm, pd, qt)
+        pin.computeJointJacobians(pm, pd, qt)
+        rows_J, rows_e = [], []
+        for fid, target in zip(fids, targets):
+            J = pin.getFrameJacobian(pm, pd, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+            M = pd.oMf[fid]
+            rows_J.append(J[:, cols])
+            rows_e.append(np.concatenate([target.translation - M.translation,
+                                          pin.log3(target.rotation @ M.rotation.T)]))
+        J = np.vstack(rows_J)
+        e = np.concatenate(rows_e)
+        A = J @ J.T + lam2 * np.eye(J.shape[0])
+        Jp = J.T @ np.linalg.inv(A)
+        z = -0.01 * 2 * (q - center) / half ** 2
+        return Jp @ e + (eye - Jp @ J) @ z
+
+    return _time(update, samples)
+
+
+def pink_update(model, q, T, samples):
+    """pink ``solve_ik`` on a reduced model with exactly our controlled joints."""
+    import pink
+    from pink.tasks import FrameTask, PostureTask
+
+    full = model.pin_model
+    keep = set(model.joint_names)
+    lock = [full.getJointId(n) for n in model.tree_joint_names if n not in keep]
+    reduced = pin.buildReducedModel(full, lock, model.tree_configuration(q))
+    q_red = np.array([q[model.joint_names.index(reduced.names[i])]
+                      for i in range(1, reduced.njoints)])
+    data = reduced.createData()
+    configuration = pink.Configuration(reduced, data, q_red)
+    tasks = []
+    for ee, t in zip(model.end_effectors, T):
+        task = FrameTask(ee.frame, position_cost=1.0, orientation_cost=0.3)
+        task.set_target(pin.SE3(model.base_placement[:3, :3] @ t[:3, :3],
+                                model.base_placement[:3, :3] @ t[:3, 3]
+                                + model.base_placement[:3, 3]))
+        tasks.append(task)
+    posture = PostureTask(cost=1e-3)
+    posture.set_target(q_red)
+    tasks.append(posture)
+
+    def update():
+        configuration.update(q_red)
+        return pink.solve_ik(configuration, tasks, 1e-3, solver='daqp')
+
+    return _time(update, samples)
+
+
+PEERS = (('ik_control', ours), ('numpy+pinocchio', numpy_pinocchio), ('pink', pink_update))
+
+
+def run(samples=20000, robot_names=('wam', 'simon'), progress=None):
+    """Time every implementation on every robot; JSON-ready dict."""
+    results = {'samples': samples, 'robots': {}}
+    for name in robot_names:
+        model = robots.robot(name)
+        q = robots.ready_pose(name)
+        T = _targets(model, q)
+        entry = {'joints': model.nq, 'task_rows': model.task_dim, 'implementations': {}}
+        for label, fn in PEERS:
+            n = samples if label == 'ik_control' else max(2000, samples // 10)
+            entry['implementations'][label] = _stats(fn(model, q, T, n))
+            if progress:
+                progress(f'{name}: {label}')
+        ours_median = entry['implementations']['ik_control']['median_us']
+        for label, stats in entry['implementations'].items():
+            stats['speedup_of_ik_control'] = stats['median_us'] / ours_median
+        results['robots'][name] = entry
+    return results
+
+
+def table(results):
+    """Text table of :func:`run`'s results."""
+    lines = [f"{'robot':<8}{'implementation':<18}{'median us':>10}{'p99 us':>10}"
+             f"{'ik_control faster':>19}"]
+    for name, entry in results['robots'].items():
+        for label, r in entry['implementations'].items():
+            lines.append(f"{name:<8}{label:<18}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
+                         f"{r['speedup_of_ik_control']:>18.1f}x")
+    return '\n'.join(lines)

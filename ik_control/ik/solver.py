@@ -1,0 +1,395 @@
+"""One velocity-IK update for all end effectors: ``solve_step`` and its configuration.
+
+One call does, in compiled code and without allocation (Buss sec. 2-6, SAM sec. IV-V):
+
+1. forward kinematics and the stacked Jacobian (at the target positions instead of the
+   effector positions for Buss's *alternate Jacobian*);
+2. the error per end effector (:mod:`ik_control.ik.pose_error`), angular rows weighted by
+   ``orientation_weight`` [m/rad] in both ``e`` and ``J``;
+3. ClampMag of each effector's error (Buss sec. 2): ``e_i = e_i`` if ``|e_i| <= D_max``
+   else ``D_max e_i / |e_i|``; with ``adaptive_clamp`` the per-effector bound
+   ``D_max,i = beta_i + D_max`` where ``beta_i`` is how far the previous update moved
+   effector ``i`` closer to its target, and ``D_max,i = inf`` right after a target jump;
+4. the law: transpose, pseudoinverse, DLS (fixed or adaptive damping), DLS via SVD, SDLS
+   (:mod:`ik_control.ik.laws`);
+5. the nullspace term of SAM eq. (16) with joint centering (eq. 17-18) and/or the
+   manipulability gradient (:mod:`ik_control.ik.nullspace`);
+6. ClampMaxAbs of the joint change (Buss sec. 8: "clamp the maximum angle change in a
+   single update").
+
+Joint limits are the caller's: the controller and the position IK clamp differently.
+"""
+
+from dataclasses import asdict, dataclass, fields
+import math
+
+import numpy as np
+from numba import njit
+
+from ik_control.ik import laws, linalg, nullspace
+from ik_control.ik.pose_error import ERROR_MODES, pose_error
+from ik_control.kinematics import kernels
+from ik_control.validation import InputError
+
+METHODS = {'transpose': 0, 'pseudoinverse': 1, 'dls': 2, 'dls_svd': 3, 'sdls': 4}
+_T, _PINV, _DLS, _DLS_SVD, _SDLS = range(5)
+
+
+@dataclass
+class SolverConfig:
+    """Parameters of one update; units in brackets. Defaults suit a 1 m arm at 0.5-1 kHz."""
+
+    method: str = 'dls'                 # transpose | pseudoinverse | dls | dls_svd | sdls
+    damping: float = 0.01               # lambda_0, always-on damping [m]
+    adaptive_damping: bool = True       # add damping as sigma_min falls below epsilon
+    damping_max: float = 0.1            # lambda_max added at a singularity [m]
+    singular_epsilon: float = 0.04      # sigma_min below which damping grows [m/rad]
+    pinv_threshold: float = 1e-6        # singular values treated as zero (pseudoinverse)
+    sdls_gamma_max: float = math.pi / 4  # SDLS bound on joint change [rad]
+    clamp_error: float = 0.1            # D_max on each effector's position error [m]; 0 = off
+    clamp_error_rotation: float = 0.5   # bound on each effector's rotation error [rad]; 0 = off
+    adaptive_clamp: bool = False        # Buss's per-effector D_max,i after target jumps
+    max_joint_step: float = 0.1         # largest joint change per update [rad]; 0 = off
+    orientation_weight: float = 0.3     # weight of rotation rows [m/rad]
+    error_mode: str = 'log3'            # log3 | se3 | sam
+    alternate_jacobian: bool = False    # Buss's Jacobian at the target positions
+    centering_gain: float = 0.0         # alpha of SAM eq. 17 for joint centering (eq. 18)
+    manipulability_gain: float = 0.0    # alpha for the manipulability gradient
+    gain: float = 1.0                   # fraction of the (clamped) error corrected per update
+
+    def validate(self):
+        """Raise :class:`InputError` naming the first bad field."""
+        if self.method not in METHODS:
+            raise InputError(f"solver method '{self.method}' is not one of {sorted(METHODS)}")
+        if self.error_mode not in ERROR_MODES:
+            raise InputError(f"error_mode '{self.error_mode}' is not one of {sorted(ERROR_MODES)}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) or isinstance(value, int) and not isinstance(value, bool):
+                if not math.isfinite(value) or value < 0:
+                    raise InputError(f'solver.{f.name} must be a finite number >= 0, got {value}')
+        if self.singular_epsilon <= 0:
+            raise InputError('solver.singular_epsilon must be > 0')
+        if not 0 < self.gain <= 1:
+            raise InputError(f'solver.gain must be in (0, 1], got {self.gain}')
+        if self.method == 'sdls' and self.sdls_gamma_max <= 0:
+            raise InputError('solver.sdls_gamma_max must be > 0')
+        return self
+
+    def packed(self):
+        """The float array the compiled step reads (layout ``P_*`` below)."""
+        self.validate()
+        p = np.zeros(P_SIZE)
+        p[P_METHOD] = METHODS[self.method]
+        p[P_LAMBDA0] = self.damping
+        p[P_ADAPTIVE] = float(self.adaptive_damping)
+        p[P_LAMBDA_MAX] = self.damping_max
+        p[P_EPSILON] = self.singular_epsilon
+        p[P_PINV_THRESHOLD] = self.pinv_threshold
+        p[P_GAMMA_MAX] = self.sdls_gamma_max
+        p[P_DMAX] = self.clamp_error
+        p[P_DMAX_ROT] = self.clamp_error_rotation
+        p[P_ADAPTIVE_CLAMP] = float(self.adaptive_clamp)
+        p[P_MAX_STEP] = self.max_joint_step
+        p[P_ORIENT_W] = self.orientation_weight
+        p[P_ERROR_MODE] = ERROR_MODES[self.error_mode]
+        p[P_ALTERNATE] = float(self.alternate_jacobian)
+        p[P_CENTERING] = self.centering_gain
+        p[P_MANIP] = self.manipulability_gain
+        p[P_GAIN] = self.gain
+        return p
+
+    def as_dict(self):
+        """Plain dict of the fields (for reports)."""
+        return asdict(self)
+
+
+(P_METHOD, P_LAMBDA0, P_ADAPTIVE, P_LAMBDA_MAX, P_EPSILON, P_PINV_THRESHOLD, P_GAMMA_MAX, P_DMAX,
+ P_DMAX_ROT, P_ADAPTIVE_CLAMP, P_MAX_STEP, P_ORIENT_W, P_ERROR_MODE, P_ALTERNATE, P_CENTERING,
+ P_MANIP, P_GAIN, P_SIZE) = range(18)
+
+# info slots written by solve_step
+STATUS_OK, STATUS_BAD_INPUT = 0, 1
+
+# (sigma_min is -1 when the law did not need it: transpose, pseudoinverse, SDLS without
+# adaptive damping or nullspace goals)
+INFO_SIGMA_MIN, INFO_LAMBDA2, INFO_STEP_CLAMPED, INFO_ERROR_CLAMPED, INFO_SIZE = range(5)
+
+
+@njit(cache=True, nogil=True)
+def buffer_size(I):
+    """Length of the solver buffer ``B`` (see :func:`buffer_views`)."""
+    ne, nq, m = I[1], I[2], I[3]
+    return P_SIZE + 2 * kernels.work_size(I) + m * m + 3 * m + 5 * nq + 4 * ne + INFO_SIZE + 9
+
+
+@njit(cache=True, nogil=True)
+def buffer_views(I, B):
+    """Views of the solver buffer ``B``: P (configuration), W (kinematics workspace), dq,
+    L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3 and W2
+    (a second kinematics workspace, for the manipulability gradient)."""
+    ne, nq, m = I[1], I[2], I[3]
+    ws = kernels.work_size(I)
+    P = B[0:P_SIZE]
+    o = P_SIZE
+    W = B[o:o + ws]
+    o += ws
+    W2 = B[o:o + ws]
+    o += ws
+    L = B[o:o + m * m].reshape((m, m))
+    o += m * m
+    R3 = B[o:o + 9].reshape((3, 3))
+    o += 9
+    e = B[o:o + m]
+    o += m
+    wm = B[o:o + m]
+    o += m
+    wm2 = B[o:o + m]
+    o += m
+    dq = B[o:o + nq]
+    o += nq
+    wn = B[o:o + nq]
+    o += nq
+    wn2 = B[o:o + nq]
+    o += nq
+    z = B[o:o + nq]
+    o += nq
+    dq_ns = B[o:o + nq]
+    o += nq
+    dmax = B[o:o + ne]
+    o += ne
+    prev_dist = B[o:o + ne]
+    o += ne
+    err_pos = B[o:o + ne]
+    o += ne
+    err_rot = B[o:o + ne]
+    o += ne
+    info = B[o:o + INFO_SIZE]
+    return P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3, W2
+
+
+@njit(cache=True, nogil=True)
+def _manipulability_gradient(F, I, W2, q, J_rows_scale, out, L):
+    """Central-difference gradient of ``sqrt(det(J J^T))`` (J with weighted angular rows)."""
+    h = 1e-6
+    nq = q.shape[0]
+    J2 = kernels.work_views(I, W2)[4]
+    for k in range(nq):
+        w_plus = 0.0
+        w_minus = 0.0
+        for sgn in (1.0, -1.0):
+            qk = q[k]
+            q[k] = qk + sgn * h
+            kernels.update_kinematics(F, I, W2, q, False, True)
+            q[k] = qk
+            for r in range(J2.shape[0]):
+                for c in range(nq):
+                    J2[r, c] *= J_rows_scale[r]
+            linalg.gram_damped(J2, 0.0, L)
+            det = 1.0
+            if linalg.cholesky_inplace(L):
+                for i in range(L.shape[0]):
+                    det *= L[i, i]
+            else:
+                det = 0.0
+            if sgn > 0:
+                w_plus = det
+            else:
+                w_minus = det
+        out[k] = (w_plus - w_minus) / (2.0 * h)
+
+
+@njit(cache=True, nogil=True)
+def solve_step(F, I, B, q, targets):
+    """One velocity-IK update (module docstring) into the ``dq`` view of ``B``.
+
+    ``F``, ``I``: the packed model; ``B``: the solver buffer (:func:`buffer_views`) holding
+    the configuration, workspaces and result. ``targets`` is (end effectors, 4, 4) in the
+    base frame; position-only effectors use its translation. ``prev_dist < 0`` marks a
+    target jump for the adaptive clamp. Returns ``STATUS_OK``, or ``STATUS_BAD_INPUT``
+    (with ``dq`` zeroed) when ``q`` or ``targets`` holds NaN or infinite values.
+    """
+    (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3,
+     W2) = buffer_views(I, B)
+    work = kernels.work_views(I, W)
+    q_tree, joint_T, frame_T, points, J, tmp = work
+    model = kernels.model_views(F, I)
+    row_frame, row_component, lower, upper = model[12], model[13], model[14], model[15]
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(targets))):
+        dq[:] = 0.0
+        return STATUS_BAD_INPUT
+    ne, m = I[1], I[3]
+    alternate = P[P_ALTERNATE] > 0.5
+    if alternate:
+        for f in range(ne):
+            points[f, 0] = targets[f, 0, 3]
+            points[f, 1] = targets[f, 1, 3]
+            points[f, 2] = targets[f, 2, 3]
+    kernels.kinematics_from_views(model, work, q, alternate, True)
+
+    # 2. error per effector, weighted rotation rows
+    mode = int(P[P_ERROR_MODE])
+    w_rot = P[P_ORIENT_W]
+    d_max = P[P_DMAX]
+    d_rot = P[P_DMAX_ROT]
+    adaptive_clamp = P[P_ADAPTIVE_CLAMP] > 0.5
+    gain = P[P_GAIN]
+    error_clamped = 0.0
+    r0 = 0
+    for f in range(ne):
+        position_only = True
+        if r0 + 3 < m and row_frame[r0 + 3] == f:
+            position_only = False
+        dim = 3 if position_only else 6
+        seg = e[r0:r0 + dim]
+        pose_error(frame_T[f], targets[f], mode, position_only, seg, R3)
+        dist = np.sqrt(seg[0] * seg[0] + seg[1] * seg[1] + seg[2] * seg[2])
+        err_pos[f] = dist
+        # 3. ClampMag (Buss sec. 2), adaptive per-effector bound after jumps
+        bound = d_max
+        if adaptive_clamp and d_max > 0.0:
+            if prev_dist[f] < 0.0:
+                bound = np.inf
+            else:
+                beta = prev_dist[f] - dist
+                bound = (beta if beta > 0.0 else 0.0) + d_max
+            prev_dist[f] = dist
+        dmax[f] = bound
+        if bound > 0.0 and dist > bound:
+            s = bound / dist
+            seg[0] *= s
+            seg[1] *= s
+            seg[2] *= s
+            error_clamped = 1.0
+        if not position_only:
+            rot = np.sqrt(seg[3] * seg[3] + seg[4] * seg[4] + seg[5] * seg[5])
+            err_rot[f] = rot
+            s = w_rot
+            if d_rot > 0.0 and rot > d_rot:
+                s *= d_rot / rot
+                error_clamped = 1.0
+            seg[3] *= s
+            seg[4] *= s
+            seg[5] *= s
+            for r in range(r0 + 3, r0 + 6):
+                for c in range(J.shape[1]):
+                    J[r, c] *= w_rot
+        else:
+            err_rot[f] = 0.0
+        r0 += dim
+    for r in range(m):
+        e[r] *= gain
+    info[INFO_ERROR_CLAMPED] = error_clamped
+
+    # 4. the law. The factor of J J^T + lambda_0^2 I gives sigma_min by inverse iteration
+    # (its eigenvalues are sigma_i^2 + lambda_0^2); it is refactored only when the adaptive
+    # damping adds to lambda_0 near a singularity.
+    method = int(P[P_METHOD])
+    c_gain = P[P_CENTERING]
+    m_gain = P[P_MANIP]
+    lam2 = P[P_LAMBDA0] * P[P_LAMBDA0]
+    sigma_min = -1.0
+    if (method == _DLS or method == _DLS_SVD or P[P_ADAPTIVE] > 0.5 or c_gain > 0.0
+            or m_gain > 0.0):
+        lam2 = laws.dls_factor(J, max(lam2, 1e-12), L)
+        mu = linalg.smallest_eigenvalue_spd(L, 5, wm, wm2) - lam2
+        sigma_min = np.sqrt(mu) if mu > 0.0 else 0.0
+    if P[P_ADAPTIVE] > 0.5:
+        lam2_adaptive = laws.adaptive_damping(sigma_min, P[P_LAMBDA0], P[P_LAMBDA_MAX],
+                                              P[P_EPSILON])
+        if lam2_adaptive > lam2:
+            lam2 = laws.dls_factor(J, lam2_adaptive, L)
+    if method == _T:
+        laws.transpose_step(J, e, dq, wm)
+    elif method == _PINV:
+        laws.pseudoinverse_step(J, e, P[P_PINV_THRESHOLD], dq)
+    elif method == _DLS_SVD:
+        laws.dls_svd_step(J, e, lam2, dq)
+    elif method == _SDLS:
+        laws.sdls_step(J, e, P[P_GAMMA_MAX], dq)
+    else:
+        laws.dls_apply(J, L, e, dq, wm)
+    info[INFO_SIGMA_MIN] = sigma_min
+    info[INFO_LAMBDA2] = lam2
+
+    # 5. nullspace term, SAM eq. (16)-(18)
+    if c_gain > 0.0 or m_gain > 0.0:
+        nq = q.shape[0]
+        for i in range(nq):
+            z[i] = 0.0
+        if c_gain > 0.0:
+            nullspace.joint_centering_gradient(q, lower, upper, wn)
+            for i in range(nq):
+                z[i] -= c_gain * wn[i]
+        if m_gain > 0.0:
+            # row weights used for J: 1 for linear rows, w_rot for angular rows
+            for r in range(m):
+                wm2[r] = w_rot if row_component[r] >= 3 else 1.0
+            _manipulability_gradient(F, I, W2, q, wm2, wn, L)
+            for i in range(nq):
+                z[i] += m_gain * wn[i]
+        nullspace.project_nullspace(J, L, z, dq_ns, wm, wn2)
+        for i in range(nq):
+            dq[i] += dq_ns[i]
+
+    # 6. ClampMaxAbs on the joint change
+    info[INFO_STEP_CLAMPED] = 0.0
+    if P[P_MAX_STEP] > 0.0:
+        if laws.clamp_max_abs(dq, P[P_MAX_STEP]):
+            info[INFO_STEP_CLAMPED] = 1.0
+    return STATUS_OK
+
+
+class VelocitySolver:
+    """A model, a configuration and the buffers for :func:`solve_step` (pink's ``solve_ik`` role).
+
+    ``step(q, targets)`` returns the joint change for one update; ``info`` holds the smallest
+    singular value, the damping used and whether the error or step was clamped.
+    """
+
+    def __init__(self, model, config=None):
+        self.model = model
+        self.B = np.zeros(buffer_size(model.packed_i))
+        views = buffer_views(model.packed_i, self.B)
+        self.P, W, self.dq = views[0:3]
+        self.dmax, self.prev_dist, self.err_pos, self.err_rot, self.info = views[11:16]
+        self.ws = model.workspace(W)
+        self._q_shape = (model.nq,)
+        self._t_shape = (len(model.end_effectors), 4, 4)
+        self.configure(config or SolverConfig())
+        self.reset_targets()
+
+    def configure(self, config):
+        """Replace the configuration (validated first; the old one stays on error)."""
+        self.P[:] = config.packed()
+        self.config = config
+
+    def reset_targets(self):
+        """Mark a target jump: the adaptive ClampMag bound becomes infinite for one update."""
+        self.prev_dist[:] = -1.0
+
+    @property
+    def J(self):
+        """Weighted task Jacobian of the last step (view, task_dim x nq)."""
+        return self.ws.J
+
+    @property
+    def frame_T(self):
+        """End-effector placements at the configuration of the last step (view)."""
+        return self.ws.frame_T
+
+    def step(self, q, targets):
+        """Joint change for one update from ``q`` toward ``targets`` (ne x 4 x 4).
+
+        Raises :class:`InputError` for a wrong shape or dtype, or non-finite values (then
+        nothing is computed). Returns a view that the next call overwrites.
+        """
+        if (getattr(q, 'shape', None) != self._q_shape or q.dtype != np.float64
+                or getattr(targets, 'shape', None) != self._t_shape
+                or targets.dtype != np.float64):
+            raise InputError(f'step needs q as float64 {self._q_shape} and targets as float64 '
+                             f'{self._t_shape}, got {getattr(q, "shape", q)} and '
+                             f'{getattr(targets, "shape", targets)}')
+        if solve_step(self.model.packed_f, self.model.packed_i, self.B, q, targets):
+            raise InputError('q or targets contain NaN or infinite values')
+        return self.dq

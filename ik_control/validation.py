@@ -1,0 +1,83 @@
+"""Errors raised at the boundary of the core, and the checks that raise them.
+
+Everything that enters the math from outside (a file, a parameter, a message turned
+into arrays) passes one of these checks first, so bad numbers become a clear exception
+(which the ROS layer turns into a diagnostic) and never reach a joint command.
+"""
+
+import numpy as np
+
+
+class IkControlError(ValueError):
+    """Base class of the errors ik_control raises for bad user input."""
+
+
+class ModelError(IkControlError):
+    """A robot description, frame or joint selection that cannot be used."""
+
+
+class InputError(IkControlError):
+    """A numeric input (configuration, target, gain) that is malformed or not finite."""
+
+
+def finite_vector(value, size, what):
+    """Return ``value`` as a float vector of length ``size`` or raise :class:`InputError`."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f'{what} must be numbers') from None
+    if arr.ndim != 1 or arr.shape[0] != size:
+        raise InputError(f'{what} must have {size} values, got shape {arr.shape}')
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f'{what} contains NaN or infinite values')
+    return arr
+
+
+def unit_quaternion(xyzw, what='quaternion', tolerance=1e-3):
+    """Return ``xyzw`` as a finite unit quaternion; reject zero norm or norms off 1 by > tolerance.
+
+    Unnormalised quaternions are refused rather than silently normalised: a message whose
+    norm is far from 1 was built wrongly, and guessing its meaning could move the robot.
+    """
+    arr = finite_vector(xyzw, 4, what)
+    norm = float(np.linalg.norm(arr))
+    if abs(norm - 1.0) > tolerance:
+        raise InputError(f'{what} is not normalised (norm {norm:.6g})')
+    return arr / norm
+
+
+def quaternion_to_matrix(xyzw):
+    """Rotation matrix of a unit quaternion given as (x, y, z, w)."""
+    x, y, z, w = xyzw
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def matrix_to_quaternion(R):
+    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method)."""
+    t = np.trace(R)
+    if t > 0:
+        s = 2.0 * np.sqrt(1.0 + t)
+        q = [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s]
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(max(1.0 + R[i, i] - R[j, j] - R[k, k], 1e-300))
+        q = [0.0, 0.0, 0.0, (R[k, j] - R[j, k]) / s]
+        q[i] = 0.25 * s
+        q[j] = (R[j, i] + R[i, j]) / s
+        q[k] = (R[k, i] + R[i, k]) / s
+    q = np.array(q)
+    return q / np.linalg.norm(q)
+
+
+def pose_matrix(xyz, xyzw=None):
+    """4x4 homogeneous transform from a position and an optional (x, y, z, w) quaternion."""
+    T = np.eye(4)
+    T[:3, 3] = finite_vector(xyz, 3, 'position')
+    if xyzw is not None:
+        T[:3, :3] = quaternion_to_matrix(unit_quaternion(xyzw))
+    return T

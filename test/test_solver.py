@@ -1,0 +1,197 @@
+"""The one-update solver (solve_step), position IK and the `ik_control solve` command."""
+
+import json
+import os
+import subprocess
+import sys
+
+from hypothesis import given, settings, strategies as st
+import numpy as np
+import pytest
+
+from ik_control import robots
+from ik_control.bench import buss
+from ik_control.ik.position_ik import PositionIk
+from ik_control.ik.solver import METHODS, SolverConfig, VelocitySolver
+from ik_control.validation import InputError
+
+WAM = robots.robot('wam')
+SIMON = robots.robot('simon')
+
+
+@pytest.mark.parametrize('method', sorted(METHODS))
+def test_every_law_converges_on_a_reachable_wam_target(method):
+    rng = np.random.default_rng(0)
+    q = robots.ready_pose('wam')
+    target = WAM.frame_placements(q + 0.2 * rng.standard_normal(7))
+    solver = VelocitySolver(WAM, SolverConfig(method=method, orientation_weight=1.0))
+    for _ in range(400 if method == 'transpose' else 60):
+        q = np.clip(q + solver.step(q, target), WAM.lower, WAM.upper)
+    solver.step(q, target)
+    tol = 1e-3 if method == 'transpose' else 1e-6
+    assert solver.err_pos[0] < tol and solver.err_rot[0] < tol
+
+
+def test_clamp_mag_bounds_the_error_each_effector_sees():
+    q = robots.ready_pose('simon')
+    T = SIMON.frame_placements(q)
+    T[0, 0, 3] += 2.0   # right hand 2 m away: clamped to D_max
+    T[1, 1, 3] += 0.01  # left hand 1 cm away: untouched
+    solver = VelocitySolver(SIMON, SolverConfig(clamp_error=0.05, max_joint_step=0.0,
+                                                centering_gain=0.0, adaptive_damping=False,
+                                                damping=1e-4))
+    dq = solver.step(q, T).copy()
+    moved = SIMON.jacobian(q) @ dq
+    assert np.linalg.norm(moved[:3]) == pytest.approx(0.05, rel=0.05)
+    assert np.linalg.norm(moved[6:9]) == pytest.approx(0.01, rel=0.05)
+    assert solver.info[3] == 1.0
+
+
+def test_adaptive_clamp_is_unbounded_right_after_a_jump_then_tightens():
+    q = robots.ready_pose('wam')
+    T = WAM.frame_placements(q)
+    T[0, 0, 3] += 0.3
+    solver = VelocitySolver(WAM, SolverConfig(clamp_error=0.02, adaptive_clamp=True,
+                                              max_joint_step=0.0))
+    solver.step(q, T)
+    assert np.isinf(solver.dmax[0])
+    q = q + solver.dq
+    solver.step(q, T)
+    assert 0.02 < solver.dmax[0] < 0.5  # beta_i (progress of the last update) + D_max
+    solver.reset_targets()
+    solver.step(q, T)
+    assert np.isinf(solver.dmax[0])
+
+
+def test_max_joint_step_clamps_the_largest_joint_change():
+    q = robots.ready_pose('wam')
+    T = WAM.frame_placements(q)
+    T[0, :3, 3] += [0.5, -0.5, 0.3]
+    solver = VelocitySolver(WAM, SolverConfig(max_joint_step=0.01, clamp_error=0.0))
+    assert np.max(np.abs(solver.step(q, T))) == pytest.approx(0.01)
+    assert solver.info[2] == 1.0
+
+
+def test_joint_centering_moves_joints_toward_the_middle_without_moving_the_tool():
+    q = robots.ready_pose('wam')
+    q[0] = 2.0  # J1 near its +2.6 limit
+    T = WAM.frame_placements(q)
+    solver = VelocitySolver(WAM, SolverConfig(centering_gain=0.05, damping=1e-4,
+                                              adaptive_damping=False))
+    dq = solver.step(q, T)
+    assert dq[0] < 0
+    assert np.linalg.norm(WAM.jacobian(q) @ dq) < 1e-3 * np.linalg.norm(dq)
+
+
+def test_manipulability_objective_increases_manipulability():
+    from ik_control.ik.nullspace import manipulability
+    wam = robots.robot('wam', end_effectors=[('tool', 'position')])  # 4-D nullspace
+    q = robots.ready_pose('wam')
+    q[3] = 0.15  # elbow nearly straight: low manipulability
+    T = wam.frame_placements(q)
+    solver = VelocitySolver(wam, SolverConfig(manipulability_gain=0.5, max_joint_step=0.02))
+    before = manipulability(wam.jacobian(q))
+    for _ in range(50):
+        q = q + solver.step(q, T)
+    assert manipulability(wam.jacobian(q)) > 1.2 * before
+    solver.step(q, T)
+    assert solver.err_pos[0] < 1e-3
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from(sorted(METHODS)),
+       st.floats(1e-3, 1e4), st.booleans())
+def test_any_target_gives_a_finite_bounded_step(seed, method, distance, singular):
+    rng = np.random.default_rng(seed)
+    q = WAM.random_configurations(1, rng)[0]
+    if singular:
+        q[1] = q[3] = q[5] = 0.0  # WAM stretched straight up: singular
+    T = WAM.frame_placements(q)
+    T[0, :3, 3] += distance * rng.standard_normal(3)
+    solver = VelocitySolver(WAM, SolverConfig(method=method, max_joint_step=0.1))
+    dq = solver.step(q, T)
+    assert np.all(np.isfinite(dq)) and np.max(np.abs(dq)) <= 0.1 + 1e-12
+
+
+@pytest.mark.parametrize('bad', ['nan_q', 'inf_target', 'short_q', 'int_q', 'target_shape'])
+def test_bad_numbers_are_refused_at_the_boundary(bad):
+    solver = VelocitySolver(WAM)
+    q = robots.ready_pose('wam')
+    T = WAM.frame_placements(q)
+    if bad == 'nan_q':
+        q[2] = np.nan
+    elif bad == 'inf_target':
+        T[0, 0, 3] = np.inf
+    elif bad == 'short_q':
+        q = q[:6]
+    elif bad == 'int_q':
+        q = np.zeros(7, dtype=int)
+    else:
+        T = T[0]
+    with pytest.raises(InputError):
+        solver.step(q, T)
+
+
+def test_bad_solver_parameters_are_refused():
+    for bad in (dict(method='magic'), dict(damping=-1.0), dict(gain=0.0),
+                dict(clamp_error=float('nan')), dict(error_mode='euler')):
+        with pytest.raises(InputError):
+            VelocitySolver(WAM, SolverConfig(**bad))
+
+
+def test_position_ik_solves_random_reachable_poses_inside_limits():
+    rng = np.random.default_rng(3)
+    ik = PositionIk(WAM)
+    results = [ik.solve(WAM.frame_placements(q), rng=rng, time_budget=0.05)
+               for q in WAM.random_configurations(100, rng)]
+    assert sum(r.success for r in results) >= 99
+    for r in results:
+        assert np.all(r.q >= WAM.lower) and np.all(r.q <= WAM.upper)
+        if r.success:
+            assert r.position_error <= 1e-5 and r.rotation_error <= 1e-5
+
+
+def test_position_ik_reports_failure_for_an_unreachable_pose():
+    T = WAM.frame_placements(robots.ready_pose('wam'))
+    T[0, :3, 3] = [3.0, 0.0, 0.5]
+    r = PositionIk(WAM).solve(T, time_budget=0.02, rng=np.random.default_rng(0))
+    assert not r.success and r.position_error > 1.5
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, '-m', 'ik_control.cli', *args], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ))
+
+
+def test_solve_command_prints_a_solution_that_reaches_the_pose():
+    q = robots.ready_pose('wam') + 0.1
+    T = WAM.frame_placements(q)[0]
+    from ik_control.validation import matrix_to_quaternion
+    quat = matrix_to_quaternion(T[:3, :3])
+    out = _cli('solve', '--urdf', robots.urdf_path('wam'), '--base', 'wam_base', '--tip', 'tool',
+               '--xyz', *map(str, T[:3, 3]), '--quat', *map(str, quat), '--json')
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report['success'] and report['joint_names'] == list(WAM.joint_names)
+    reached = WAM.frame_placements(np.array(report['positions']))[0]
+    np.testing.assert_allclose(reached, T, atol=1e-4)
+
+
+def test_solve_command_fails_clearly():
+    urdf = robots.urdf_path('wam')
+    out = _cli('solve', '--urdf', urdf, '--tip', 'nowhere', '--xyz', '0', '0', '1')
+    assert out.returncode == 2 and "unknown frame 'nowhere'" in out.stderr
+    out = _cli('solve', '--urdf', '/no/such.urdf', '--tip', 'tool', '--xyz', '0', '0', '1')
+    assert out.returncode == 2 and 'does not exist' in out.stderr
+    out = _cli('solve', '--urdf', urdf, '--tip', 'tool', '--xyz', '3', '0', '0.5',
+               '--timeout-ms', '20')
+    assert out.returncode == 3 and 'no solution' in out.stderr
+    out = _cli('solve', '--urdf', urdf, '--tip', 'tool', '--xyz', '0.5', '0', '1',
+               '--quat', '0', '0', '0', '0')
+    assert out.returncode == 2 and 'not normalised' in out.stderr
+
+
+def test_buss_experiment_reproduces_the_papers_findings():
+    results = buss.run(steps=1200)
+    failed = [claim for claim, ok in buss.checks(results) if not ok]
+    assert not failed
