@@ -1,0 +1,42 @@
+"""Build script for the ik_control ament_python package."""
+
+from glob import glob
+import os
+
+from setuptools import find_packages
+from setuptools import setup
+
+package_name = 'ik_control'
+
+
+def share_files(subdir, pattern):
+    """Return a data_files entry installing subdir/pattern into share/<package>/subdir."""
+    files = sorted(f for f in glob(os.path.join(subdir, pattern)) if os.path.isfile(f))
+    return (os.path.join('share', package_name, subdir), files)
+
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        share_files('launch', '*.launch.py'),
+        share_files('config', '*.yaml'),
+        share_files('urdf', '*.urdf'),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='ik_control maintainers',
+    maintainer_email='ik_control@example.com',
+    description='Resolved-motion-rate inverse kinematics control for ROS 2.',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [
+            'ik_control = ik_control.cli:main',
+            'sim_robot = ik_control.ros.sim_robot_node:main',
+        ],
+    },
+)
