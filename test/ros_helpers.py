@@ -1,0 +1,205 @@
+"""Shared helpers for tests that run real rclpy and real DDS (no mocks).
+
+Import from test modules (``from ros_helpers import ...``); pytest puts the
+``test`` directory on ``sys.path``.
+
+* :func:`domain_id` / :func:`ros_env`: one ROS_DOMAIN_ID for the test process
+  and every node it launches (taken from the environment, e.g. the Makefile's
+  random one, or drawn at random in 1..100 and exported before rclpy.init).
+* :class:`RosTestContext`: an rclpy context with one test node and executor,
+  ``spin_until(predicate, timeout)``.
+* :class:`Collector`: a subscription that keeps the messages it received.
+* :class:`NodeProcess`: launch ``python -m <module> --ros-args ...`` as a
+  subprocess, stop it with SIGINT (then SIGKILL), read its output.
+"""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, List, Optional, Sequence
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def domain_id() -> int:
+    """Return the test run's ROS_DOMAIN_ID, choosing and exporting one if unset."""
+    value = os.environ.get('ROS_DOMAIN_ID', '').strip()
+    if not value:
+        value = str(random.randint(1, 100))  # ROS-recommended range: 0..101
+        os.environ['ROS_DOMAIN_ID'] = value
+    return int(value)
+
+
+def ros_env(**extra: str) -> dict:
+    """Environment for node subprocesses: same domain, the repository on PYTHONPATH."""
+    env = dict(os.environ)
+    env['ROS_DOMAIN_ID'] = str(domain_id())
+    path = env.get('PYTHONPATH', '')
+    env['PYTHONPATH'] = REPO_ROOT + (os.pathsep + path if path else '')
+    env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
+    env.update(extra)
+    return env
+
+
+class RosTestContext:
+    """An rclpy context (own domain) with one node and a single-threaded executor.
+
+    Use as a context manager; ``node`` creates publishers and subscriptions.
+    """
+
+    def __init__(self, node_name: str = 'test_node'):
+        """Init rclpy in a fresh context on :func:`domain_id` and create the node."""
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id())
+        self.node = rclpy.create_node(node_name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def spin_for(self, seconds: float) -> None:
+        """Process callbacks for ``seconds`` [s]."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=min(0.01, max(end - time.monotonic(), 0.0)))
+
+    def spin_until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+        """Process callbacks until ``predicate()`` is true or ``timeout`` [s]; return it."""
+        end = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() >= end:
+                return bool(predicate())
+            self.executor.spin_once(timeout_sec=0.01)
+        return True
+
+    def collect(self, msg_type, topic: str, qos=10) -> 'Collector':
+        """Subscribe ``topic`` and return a :class:`Collector` of its messages."""
+        return Collector(self, msg_type, topic, qos)
+
+    def wait_for_subscribers(self, publisher, count: int = 1, timeout: float = 5.0) -> bool:
+        """Wait until ``publisher`` is matched by ``count`` subscriptions."""
+        return self.spin_until(lambda: publisher.get_subscription_count() >= count, timeout)
+
+    def close(self) -> None:
+        """Destroy the node and shut the context down."""
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+    def __enter__(self) -> 'RosTestContext':
+        """Return self."""
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Close."""
+        self.close()
+
+
+class Collector:
+    """Messages received on one topic, with waiting helpers."""
+
+    def __init__(self, ctx: RosTestContext, msg_type, topic: str, qos=10):
+        """Subscribe ``topic`` on ``ctx.node``."""
+        self.ctx = ctx
+        self.messages: List = []
+        qos = qos if isinstance(qos, QoSProfile) else int(qos)
+        self.subscription = ctx.node.create_subscription(
+            msg_type, topic, self.messages.append, qos)
+
+    @property
+    def last(self):
+        """Most recent message, or None."""
+        return self.messages[-1] if self.messages else None
+
+    def clear(self) -> None:
+        """Forget the messages received so far."""
+        self.messages.clear()
+
+    def wait(self, predicate: Optional[Callable] = None, timeout: float = 5.0):
+        """Return the first new message (from now on) satisfying ``predicate``.
+
+        Raises :class:`TimeoutError` with the last message seen.
+        """
+        seen = [len(self.messages)]
+        found = []
+
+        def scan():
+            while seen[0] < len(self.messages):
+                msg = self.messages[seen[0]]
+                seen[0] += 1
+                if predicate is None or predicate(msg):
+                    found.append(msg)
+                    return True
+            return False
+
+        if self.ctx.spin_until(scan, timeout):
+            return found[0]
+        raise TimeoutError('no matching message within %.1f s; last: %r'
+                           % (timeout, self.last))
+
+
+class NodeProcess:
+    """A node started as ``python -m module --ros-args ...`` in a subprocess.
+
+    Output goes to temporary files (no pipe can fill up); :meth:`stop` sends
+    SIGINT like Ctrl-C, then SIGKILL after ``timeout``.
+    """
+
+    def __init__(self, module: str, ros_args: Sequence[str] = (), env: Optional[dict] = None):
+        """Start the process on the test domain (:func:`ros_env`)."""
+        self.module = module
+        self.args = [sys.executable, '-m', module, '--ros-args', *ros_args]
+        self._out = tempfile.TemporaryFile(mode='w+')
+        self._err = tempfile.TemporaryFile(mode='w+')
+        self.proc = subprocess.Popen(self.args, env=env or ros_env(), cwd=REPO_ROOT,
+                                     stdout=self._out, stderr=self._err,
+                                     stdin=subprocess.DEVNULL)
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """Exit code, or None while running."""
+        return self.proc.poll()
+
+    def wait(self, timeout: float = 10.0) -> int:
+        """Wait for the process to exit by itself; return its exit code."""
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self, timeout: float = 5.0) -> int:
+        """Send SIGINT, wait up to ``timeout`` [s], then SIGKILL; return the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def _read(self, f) -> str:
+        f.flush()
+        f.seek(0)
+        return f.read()
+
+    @property
+    def stdout(self) -> str:
+        """Everything written to stdout so far."""
+        return self._read(self._out)
+
+    @property
+    def stderr(self) -> str:
+        """Everything written to stderr so far."""
+        return self._read(self._err)
+
+    def __enter__(self) -> 'NodeProcess':
+        """Return self."""
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Stop the process."""
+        self.stop()
