@@ -36,6 +36,7 @@ setup(
     entry_points={
         'console_scripts': [
             'ik_control = ik_control.cli:main',
+            'ik_controller = ik_control.ros.ik_controller_node:main',
             'sim_robot = ik_control.ros.sim_robot_node:main',
         ],
     },

@@ -1,0 +1,351 @@
+"""The resolved-motion-rate controller: latest state and goals -> one limited joint command.
+
+Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i)):
+
+1. the commanded state ``(q_c, v_c)`` is the integration origin, not the noisy measured
+   one, while the two agree within ``reseed_tolerance``; when they diverge the controller
+   re-seeds from the measurement (``RESEEDED``);
+2. each end effector has a goal: a pose (``set_pose_target``), a twist (``set_twist_target``,
+   SAM's joystick mode: a virtual target integrated at the commanded twist, with
+   feed-forward, decelerating to rest after ``twist_timeout``), or, without either, the pose
+   it had when the controller started;
+3. one :func:`~ik_control.ik.solver.solve_step` with gain ``K dt``: ``dq = J^# (K dt e)``
+   plus the nullspace term, i.e. ``q_dot = J^# K e`` with ``K`` [1/s] the convergence rate;
+4. :func:`~ik_control.control.limits.limit_velocity` (velocity, braking before position
+   bounds, acceleration, position clip) and ``q_c += v_c dt``.
+
+Without joint states for ``joint_state_timeout`` the controller stops: it decelerates
+within the acceleration limits from its own commanded state, then commands nothing until
+states return (``STALE_STATE``).
+"""
+
+from dataclasses import dataclass, field, replace
+import math
+
+import numpy as np
+
+from ik_control.control import limits as limits_mod
+from ik_control.control.status import Status
+from ik_control.ik.solver import INFO_ERROR_CLAMPED, INFO_SIGMA_MIN, SolverConfig, VelocitySolver
+from ik_control.validation import InputError, finite_vector, quaternion_to_matrix, unit_quaternion
+
+MODE_HOLD, MODE_POSE, MODE_TWIST = 0, 1, 2
+
+
+@dataclass
+class ControllerConfig:
+    """Controller parameters; units in brackets (the ROS parameters of the same names)."""
+
+    rate_hz: float = 500.0                  # control rate [Hz]
+    gain: float = 10.0                      # convergence rate K [1/s]
+    joint_state_timeout: float = 0.1        # stale joint_states after [s]
+    twist_timeout: float = 0.2              # velocity command valid for [s]
+    reseed_tolerance: float = 0.05          # |q_measured - q_commanded| re-seed bound [rad]
+    position_margin: float = 0.02           # kept from each joint limit [rad or m]
+    velocity_scale: float = 1.0             # fraction of the URDF velocity limits [-]
+    max_velocity: tuple = ()                # per-joint override [rad/s]; empty = URDF
+    max_acceleration: tuple = (5.0,)        # one value or one per joint [rad/s^2]
+    goal_position_tolerance: float = 1e-3   # goal reached within [m]
+    goal_orientation_tolerance: float = 1e-2  # goal reached within [rad]
+    unreachable_time: float = 0.5           # far from target and still this long [s]
+    solver: SolverConfig = field(default_factory=lambda: SolverConfig(
+        clamp_error=0.1, clamp_error_rotation=0.5, max_joint_step=0.0, centering_gain=0.0))
+
+    def validate(self, nq):
+        """Raise :class:`InputError` naming the first bad value; returns self."""
+        positive = ('rate_hz', 'gain', 'joint_state_timeout', 'twist_timeout',
+                    'reseed_tolerance', 'velocity_scale', 'goal_position_tolerance',
+                    'goal_orientation_tolerance', 'unreachable_time')
+        for name in positive:
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f'{name} must be a finite number > 0, got {value!r}')
+        if not (math.isfinite(self.position_margin) and self.position_margin >= 0):
+            raise InputError(f'position_margin must be >= 0, got {self.position_margin}')
+        if self.gain / self.rate_hz > 1.0:
+            raise InputError(f'gain {self.gain} 1/s exceeds rate_hz {self.rate_hz}: '
+                             'the controller would overshoot every tick')
+        for name, values in (('max_velocity', self.max_velocity),
+                             ('max_acceleration', self.max_acceleration)):
+            if len(values) not in ((0, 1, nq) if name == 'max_velocity' else (1, nq)):
+                raise InputError(f'{name} needs 1 or {nq} values, got {len(values)}')
+            if any(not (math.isfinite(v) and v > 0) for v in values):
+                raise InputError(f'{name} values must be finite and > 0, got {list(values)}')
+        self.solver.validate()
+        return self
+
+
+class ResolvedRateController:
+    """ROS-free controller core (module docstring). Not thread-safe: one caller at a time."""
+
+    def __init__(self, model, config=None):
+        self.model = model
+        self.nq = model.nq
+        self.ne = len(model.end_effectors)
+        self.config = None
+        self.solver = VelocitySolver(model, SolverConfig())
+        self.configure(config or ControllerConfig())
+        n, ne = self.nq, self.ne
+        self.q_meas = None
+        self.state_time = -math.inf
+        self.q_cmd = np.zeros(n)
+        self.v_cmd = np.zeros(n)
+        self._v_des = np.zeros(n)
+        self._v_out = np.zeros(n)
+        self.initialized = False
+        self.mode = np.zeros(ne, dtype=np.int64)
+        self.targets = np.tile(np.eye(4), (ne, 1, 1))   # goal or virtual target per effector
+        self._solver_targets = self.targets.copy()
+        self.twist = np.zeros((ne, 6))
+        self.twist_time = np.full(ne, -math.inf)
+        self.goal_reached = np.zeros(ne, dtype=bool)
+        self.status = Status.NO_STATE
+        self.holding = False
+        self._bad_input_time = -math.inf
+        self._reseed_time = -math.inf
+        self._unreachable_since = np.full(ne, math.inf)
+        self.last_refusal = ''
+        self.reseeds = 0
+        self._name_cache = (None, None)
+        self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
+        self._rot = np.zeros(3)
+
+    # ------------------------------------------------------------------ configuration
+    def configure(self, config):
+        """Apply a new configuration (validated first; on error nothing changes)."""
+        config.validate(self.nq)
+        solver_config = replace(config.solver, gain=config.gain / config.rate_hz,
+                                max_joint_step=config.solver.max_joint_step)
+        self.solver.configure(solver_config)
+        model = self.model
+        v_max = (np.array(config.max_velocity, dtype=float) if config.max_velocity
+                 else model.velocity_limit * config.velocity_scale)
+        if v_max.size == 1:
+            v_max = np.full(self.nq, float(v_max[0]))
+        if not np.all(np.isfinite(v_max) & (v_max > 0)):
+            raise InputError('URDF velocity limits missing: set max_velocity')
+        a = np.array(config.max_acceleration, dtype=float)
+        self.v_max = v_max
+        self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
+        self.dt = 1.0 / config.rate_hz
+        self.config = config
+
+    # ------------------------------------------------------------------ inputs
+    def refuse(self, now, reason):
+        """Record a refused input (diagnostic ``BAD_INPUT`` for a second)."""
+        self._bad_input_time = now
+        self.last_refusal = reason
+
+    def set_joint_state(self, names, positions, now):
+        """Latest measured joint positions by name (any order; extra joints ignored).
+
+        Raises :class:`InputError` for mismatched lengths, duplicate names, missing
+        controlled joints or non-finite values; the previous state is kept then.
+        """
+        names = tuple(names)
+        if len(names) != len(positions):
+            raise InputError(f'joint_states has {len(names)} names but {len(positions)} '
+                             'positions')
+        cached_names, index = self._name_cache
+        if names != cached_names:
+            lookup = {}
+            for i, name in enumerate(names):
+                if name in lookup:
+                    raise InputError(f"joint_states names joint '{name}' twice")
+                lookup[name] = i
+            missing = [n for n in self.model.joint_names if n not in lookup]
+            if missing:
+                raise InputError(f'joint_states lacks controlled joints {missing}')
+            index = np.array([lookup[n] for n in self.model.joint_names], dtype=np.int64)
+            self._name_cache = (names, index)
+        q = np.asarray(positions, dtype=float)[index]
+        if not np.all(np.isfinite(q)):
+            raise InputError('joint_states positions contain NaN or infinite values')
+        self.q_meas = q
+        self.state_time = now
+
+    def end_effector_index(self, frame):
+        """Index of end effector ``frame``; :class:`InputError` if it is not one."""
+        try:
+            return self._ee_index[frame]
+        except KeyError:
+            raise InputError(f"'{frame}' is not an end effector; end effectors: "
+                             f'{list(self._ee_index)}') from None
+
+    def set_pose_target(self, frame, position, quaternion_xyzw):
+        """Pose goal for end effector ``frame`` in the base frame [m, unit quaternion]."""
+        p = finite_vector(position, 3, 'target position')
+        T = np.eye(4)
+        T[:3, :3] = quaternion_to_matrix(unit_quaternion(quaternion_xyzw, 'target orientation'))
+        T[:3, 3] = p
+        self.set_target_matrix(frame, T)
+
+    def set_target_matrix(self, frame, T):
+        """Pose goal as a finite 4x4 homogeneous matrix in the base frame."""
+        i = self.end_effector_index(frame)
+        self.targets[i] = T
+        self.mode[i] = MODE_POSE
+        self.goal_reached[i] = False
+        self._unreachable_since[i] = math.inf
+        self.solver.reset_targets()
+
+    def set_twist_target(self, frame, linear, angular, now):
+        """Velocity goal for ``frame`` in base axes [m/s, rad/s], valid for ``twist_timeout``."""
+        i = self.end_effector_index(frame)
+        v = finite_vector(linear, 3, 'twist linear')
+        w = finite_vector(angular, 3, 'twist angular')
+        if self.mode[i] != MODE_TWIST and self.initialized:
+            self.targets[i] = self.solver.frame_T[i]
+        self.twist[i, :3] = v
+        self.twist[i, 3:] = w
+        self.twist_time[i] = now
+        self.mode[i] = MODE_TWIST
+        self.goal_reached[i] = False
+
+    def hold(self):
+        """Freeze at the current pose: decelerate to rest and keep it."""
+        self.holding = True
+
+    def resume(self):
+        """Leave hold: goals are followed again from the current pose."""
+        if self.holding and self.initialized:
+            self._hold_current_pose()
+        self.holding = False
+
+    # ------------------------------------------------------------------ the tick
+    def _hold_current_pose(self):
+        self.solver.ws.update(self.q_cmd, jacobian=False)
+        self.targets[:] = self.solver.ws.frame_T
+        self.mode[:] = MODE_HOLD
+        self.twist[:] = 0.0
+
+    def _initialize(self):
+        self.q_cmd[:] = self.q_meas
+        self.v_cmd[:] = 0.0
+        self._hold_current_pose()
+        self.initialized = True
+
+    def _advance_twists(self, now):
+        """Integrate the virtual targets of effectors in velocity mode; feed-forward target."""
+        dt, k = self.dt, self.config.gain
+        self._solver_targets[:] = self.targets
+        status = Status.NONE
+        for i in np.flatnonzero(self.mode == MODE_TWIST):
+            if now - self.twist_time[i] > self.config.twist_timeout:
+                if np.any(self.twist[i]):
+                    self.twist[i] = 0.0
+                status |= Status.TWIST_TIMEOUT
+            v, w = self.twist[i, :3], self.twist[i, 3:]
+            T = self.targets[i]
+            T[:3, 3] += v * dt
+            T[:3, :3] = _exp3(w * dt) @ T[:3, :3]
+            # keep the virtual target within the clamp distance of the effector
+            actual = self.solver.frame_T[i, :3, 3]
+            offset = T[:3, 3] - actual
+            bound = 2.0 * max(self.config.solver.clamp_error, 1e-3)
+            dist = np.linalg.norm(offset)
+            if dist > bound:
+                T[:3, 3] = actual + offset * (bound / dist)
+            S = self._solver_targets[i]
+            S[:3, 3] = T[:3, 3] + v / k
+            S[:3, :3] = _exp3(w / k) @ T[:3, :3]
+        return status
+
+    def update(self, now):
+        """One control tick at time ``now`` [s]; returns ``(q, v)`` to command, or None.
+
+        ``q`` is where the joints should be one tick from now and ``v`` the velocity there;
+        both are views the next tick overwrites.
+        """
+        cfg = self.config
+        status = Status.NONE
+        if now - self._bad_input_time < 1.0:
+            status |= Status.BAD_INPUT
+        if self.q_meas is None:
+            self.status = status | Status.NO_STATE
+            return None
+        stale = now - self.state_time > cfg.joint_state_timeout
+        if stale:
+            status |= Status.STALE_STATE
+            if not self.initialized or not np.any(self.v_cmd):
+                self.status = status
+                return None
+            self._v_des[:] = 0.0
+        else:
+            if not self.initialized:
+                self._initialize()
+            elif np.max(np.abs(self.q_meas - self.q_cmd)) > cfg.reseed_tolerance:
+                self.q_cmd[:] = self.q_meas
+                self.v_cmd[:] = 0.0
+                self.reseeds += 1
+                self._reseed_time = now
+            if self.holding:
+                status |= Status.HOLDING
+                self._v_des[:] = 0.0
+                self.solver.ws.update(self.q_cmd, jacobian=False)
+            else:
+                status |= self._advance_twists(now)
+                dq = self.solver.step(self.q_cmd, self._solver_targets)
+                np.multiply(dq, cfg.rate_hz, out=self._v_des)
+                info = self.solver.info
+                if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
+                    status |= Status.NEAR_SINGULARITY
+                if info[INFO_ERROR_CLAMPED] > 0:
+                    status |= Status.ERROR_CLAMPED
+        if now - self._reseed_time < 1.0:
+            status |= Status.RESEEDED
+        flags = limits_mod.limit_velocity(self.q_cmd, self.v_cmd, self._v_des, self.model.lower,
+                                          self.model.upper, cfg.position_margin, self.v_max,
+                                          self.a_max, self.dt, self._v_out)
+        if flags & (limits_mod.BRAKING_FOR_BOUND | limits_mod.POSITION_CLIPPED):
+            status |= Status.JOINT_BOUND
+        if flags & limits_mod.VELOCITY_SCALED:
+            status |= Status.VELOCITY_LIMITED
+        if flags & limits_mod.ACCELERATION_LIMITED:
+            status |= Status.ACCELERATION_LIMITED
+        self.v_cmd[:] = self._v_out
+        self.q_cmd += self.v_cmd * self.dt
+        if not stale and not self.holding:
+            status |= self._goal_bookkeeping(now)
+        self.status = status
+        return self.q_cmd, self.v_cmd
+
+    def _goal_bookkeeping(self, now):
+        """Goal reached per effector; unreachable = far from target while the arm is still."""
+        cfg = self.config
+        err_p, err_r = self.solver.err_pos, self.solver.err_rot
+        close = (err_p <= cfg.goal_position_tolerance) & (err_r <= cfg.goal_orientation_tolerance)
+        self.goal_reached[:] = close & (self.mode == MODE_POSE)
+        still = np.max(np.abs(self.v_cmd)) < 1e-3
+        far = ~close & (self.mode == MODE_POSE)
+        self._unreachable_since[~far] = math.inf
+        self._unreachable_since[far & np.isinf(self._unreachable_since) & still] = now
+        self._unreachable_since[far & ~still] = math.inf
+        if np.any(now - self._unreachable_since >= cfg.unreachable_time):
+            return Status.TARGET_UNREACHABLE
+        return Status.NONE
+
+    # ------------------------------------------------------------------ reporting
+    def tracking_errors(self):
+        """Position [m] and rotation [rad] error of each effector at the last tick."""
+        return self.solver.err_pos.copy(), self.solver.err_rot.copy()
+
+    def sigma_min(self):
+        """Smallest singular value of the weighted task Jacobian at the last tick (-1 unknown)."""
+        return float(self.solver.info[INFO_SIGMA_MIN])
+
+    def current_pose(self, frame):
+        """Placement (4x4, base frame) of end effector ``frame`` at the commanded state."""
+        i = self.end_effector_index(frame)
+        return self.solver.frame_T[i].copy()
+
+
+def _exp3(w):
+    """Rotation matrix ``exp([w]x)`` (Rodrigues)."""
+    theta = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    if theta < 1e-12:
+        return np.eye(3)
+    k = w / theta
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + math.sin(theta) * K + (1.0 - math.cos(theta)) * (K @ K)
+

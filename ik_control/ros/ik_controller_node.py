@@ -1,0 +1,398 @@
+"""``ik_controller``: follows Cartesian goals with resolved-motion-rate control.
+
+Topics (``E`` is each frame in ``end_effectors``):
+
+* subscribes ``joint_states`` (sensor_msgs/JointState; any order, extra joints ignored),
+  ``~/E/target_pose`` (geometry_msgs/PoseStamped) and ``~/E/target_twist``
+  (geometry_msgs/TwistStamped, velocity mode, valid for ``twist_timeout``);
+* publishes trajectory_msgs/JointTrajectory on ``output_topic`` (one point per tick: the
+  position one tick ahead and its velocity, header stamp zero = "start now", as
+  joint_trajectory_controller expects from a streaming source), ``~/E/goal_reached``
+  (std_msgs/Bool, latched, on change) and diagnostic_msgs/DiagnosticArray on
+  ``/diagnostics`` at ``diagnostics_rate``;
+* services ``~/hold`` and ``~/resume`` (std_srvs/Trigger).
+
+Goals in ``base_frame`` (or with an empty frame_id) are used as they are; goals in another
+frame of the robot model are transformed by forward kinematics at the commanded state;
+other frames go through tf2 where tf2_ros is installed, and are refused otherwise.
+Refused messages never change the command; the reason is logged (throttled) and
+reported in the diagnostics.
+"""
+
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, TwistStamped
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ik_control.control import status as status_mod
+from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.ik.solver import SolverConfig
+from ik_control.kinematics import RobotModel
+from ik_control.ros.conversions import sec_to_duration, time_to_sec
+from ik_control.ros.parameters import Param, StartupError, declare_all, in_range, run_node
+from ik_control.validation import (IkControlError, InputError, finite_vector,
+                                   quaternion_to_matrix, unit_quaternion)
+
+NODE_NAME = 'ik_controller'
+_S = SolverConfig()
+_C = ControllerConfig()
+_ARR_STR = Parameter.Type.STRING_ARRAY
+_ARR_DBL = Parameter.Type.DOUBLE_ARRAY
+
+PARAMETERS = {
+    'robot_description': Param('', 'URDF XML of the robot; if empty, urdf_path is read.'),
+    'urdf_path': Param('', 'URDF file, used when robot_description is empty.'),
+    'base_frame': Param('', 'Frame of targets and commands (REP 105 base_link); empty = '
+                            'the URDF root. No controlled joint may move it.'),
+    'end_effectors': Param(_ARR_STR, 'End-effector frames of the URDF, one task each.'),
+    'end_effector_modes': Param(_ARR_STR, "Per end effector 'pose' (6-D) or 'position' "
+                                          "(3-D); empty = all 'pose'."),
+    'joints': Param(_ARR_STR, 'Controlled joints, in command order; empty = every '
+                              'non-fixed, non-mimic joint of the URDF.'),
+    'rate_hz': Param(500.0, 'Control rate [Hz].', 1.0, 5000.0),
+    'output_topic': Param('joint_trajectory_controller/joint_trajectory',
+                          'Topic of the trajectory_msgs/JointTrajectory commands.'),
+    'executor': Param('single_threaded', "rclpy executor: 'single_threaded' or 'events' "
+                                         '(rclpy.experimental.EventsExecutor; its timers '
+                                         'stalled beside subscriptions in rclpy 9.1).'),
+    'joint_state_timeout': Param(_C.joint_state_timeout, 'joint_states older than this '
+                                 'stop the arm [s].', 0.001, 10.0, True),
+    'twist_timeout': Param(_C.twist_timeout, 'A target_twist is followed for this long '
+                           'after it arrives, then the arm decelerates [s].', 0.001, 10.0,
+                           True),
+    'reseed_tolerance': Param(_C.reseed_tolerance, 'Measured and commanded positions '
+                              'further apart than this restart integration from the '
+                              'measurement [rad].', 1e-4, 3.2, True),
+    'diagnostics_rate': Param(2.0, 'Rate of /diagnostics messages [Hz].', 0.1, 100.0),
+    'solver.method': Param(_S.method, 'Velocity law: transpose, pseudoinverse, dls, '
+                           'dls_svd or sdls.', dynamic=True),
+    'solver.gain': Param(_C.gain, 'Convergence rate K of q_dot = J^# K e [1/s].',
+                         0.01, 1000.0, True),
+    'solver.damping': Param(_S.damping, 'Always-on DLS damping lambda_0 [m].', 0.0, 10.0,
+                            True),
+    'solver.adaptive_damping': Param(_S.adaptive_damping, 'Raise damping as the smallest '
+                                     'singular value falls below singular_epsilon.',
+                                     dynamic=True),
+    'solver.damping_max': Param(_S.damping_max, 'Damping added at a singularity [m].', 0.0,
+                                10.0, True),
+    'solver.singular_epsilon': Param(_S.singular_epsilon, 'Smallest singular value below '
+                                     'which damping grows [m/rad].', 1e-6, 10.0, True),
+    'solver.clamp_error': Param(0.1, "ClampMag D_max on each effector's position error "
+                                '(bounds Cartesian speed to gain * D_max) [m].', 0.0, 10.0,
+                                True),
+    'solver.clamp_error_rotation': Param(0.5, "Bound on each effector's rotation error "
+                                         '[rad].', 0.0, 3.2, True),
+    'solver.adaptive_clamp': Param(_S.adaptive_clamp, "Buss's per-effector D_max after "
+                                   'target jumps.', dynamic=True),
+    'solver.orientation_weight': Param(_S.orientation_weight, 'Weight of rotation errors '
+                                       'against position errors [m/rad].', 0.0, 100.0,
+                                       True),
+    'solver.error_mode': Param(_S.error_mode, 'Pose error: log3, se3 or sam (SAM eq. '
+                               '20-21).', dynamic=True),
+    'solver.alternate_jacobian': Param(_S.alternate_jacobian, "Buss's Jacobian at the "
+                                       'target positions.', dynamic=True),
+    'nullspace.centering_gain': Param(0.0, 'Joint-centering gain alpha (SAM eq. 17-18) '
+                                      '[-].', 0.0, 10.0, True),
+    'nullspace.manipulability_gain': Param(0.0, 'Manipulability-gradient gain [-].', 0.0,
+                                           10.0, True),
+    'limits.position_margin': Param(_C.position_margin, 'Distance kept from each joint '
+                                    'limit [rad or m].', 0.0, 1.0, True),
+    'limits.velocity_scale': Param(_C.velocity_scale, 'Fraction of the URDF velocity '
+                                   'limits used [-].', 0.001, 1.0, True),
+    'limits.max_velocity': Param(_ARR_DBL, 'Joint velocity limits, one or one per joint; '
+                                           'empty = URDF limits [rad/s].', dynamic=True),
+    'limits.max_acceleration': Param([5.0], 'Joint acceleration limits, one or one per '
+                                            'joint [rad/s^2].', dynamic=True),
+    'goal.position_tolerance': Param(_C.goal_position_tolerance, 'goal_reached within '
+                                     'this position error [m].', 1e-6, 1.0, True),
+    'goal.orientation_tolerance': Param(_C.goal_orientation_tolerance, 'goal_reached '
+                                        'within this rotation error [rad].', 1e-6, 3.2,
+                                        True),
+}
+
+
+def controller_config(values):
+    """ControllerConfig from parameter values (raises InputError on bad combinations)."""
+    solver = SolverConfig(
+        method=values['solver.method'], damping=values['solver.damping'],
+        adaptive_damping=values['solver.adaptive_damping'],
+        damping_max=values['solver.damping_max'],
+        singular_epsilon=values['solver.singular_epsilon'],
+        clamp_error=values['solver.clamp_error'],
+        clamp_error_rotation=values['solver.clamp_error_rotation'],
+        adaptive_clamp=values['solver.adaptive_clamp'], max_joint_step=0.0,
+        orientation_weight=values['solver.orientation_weight'],
+        error_mode=values['solver.error_mode'],
+        alternate_jacobian=values['solver.alternate_jacobian'],
+        centering_gain=values['nullspace.centering_gain'],
+        manipulability_gain=values['nullspace.manipulability_gain'])
+    return ControllerConfig(
+        rate_hz=values['rate_hz'], gain=values['solver.gain'],
+        joint_state_timeout=values['joint_state_timeout'],
+        twist_timeout=values['twist_timeout'], reseed_tolerance=values['reseed_tolerance'],
+        position_margin=values['limits.position_margin'],
+        velocity_scale=values['limits.velocity_scale'],
+        max_velocity=tuple(values['limits.max_velocity'] or ()),
+        max_acceleration=tuple(values['limits.max_acceleration'] or ()),
+        goal_position_tolerance=values['goal.position_tolerance'],
+        goal_orientation_tolerance=values['goal.orientation_tolerance'], solver=solver)
+
+
+def load_model(values):
+    """RobotModel from the robot parameters; StartupError with a clear message on failure."""
+    urdf = values['robot_description'] or values['urdf_path']
+    ees = values['end_effectors']
+    if not ees:
+        raise StartupError('end_effectors is empty: name at least one frame of the URDF')
+    modes = values['end_effector_modes'] or ['pose'] * len(ees)
+    if len(modes) != len(ees):
+        raise StartupError(f'end_effector_modes has {len(modes)} entries for {len(ees)} '
+                           'end effectors')
+    try:
+        return RobotModel.from_urdf(urdf, joints=values['joints'] or None,
+                                    base_frame=values['base_frame'] or None,
+                                    end_effectors=list(zip(ees, modes)))
+    except IkControlError as exc:
+        raise StartupError(str(exc)) from None
+
+
+class IkControllerNode(Node):
+    """The ``ik_controller`` node (module docstring)."""
+
+    def __init__(self, **kwargs):
+        """Declare and check parameters, load the model, create interfaces and the timer."""
+        super().__init__(NODE_NAME, **kwargs)
+        values = declare_all(self, PARAMETERS)
+        self.values = values
+        self.model = load_model(values)
+        try:
+            self.controller = ResolvedRateController(self.model, controller_config(values))
+        except IkControlError as exc:
+            raise StartupError(str(exc)) from None
+        self.clock_ = self.get_clock()
+        self._tf_buffer = None
+        self._refusals = 0
+        self._tick_times = np.zeros(4096)
+        self._tick_count = 0
+        self._last_goal = np.zeros(len(self.model.end_effectors), dtype=bool)
+
+        self._traj = JointTrajectory()
+        self._traj.joint_names = list(self.model.joint_names)
+        point = JointTrajectoryPoint()
+        sec_to_duration(1.0 / values['rate_hz'], point.time_from_start)
+        self._traj.points = [point]
+
+        self.create_subscription(JointState, 'joint_states', self._on_joint_state,
+                                 QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._goal_pubs = []
+        for ee in self.model.end_effector_names:
+            self.create_subscription(PoseStamped, f'~/{ee}/target_pose',
+                                     lambda msg, ee=ee: self._on_pose(ee, msg), 10)
+            self.create_subscription(TwistStamped, f'~/{ee}/target_twist',
+                                     lambda msg, ee=ee: self._on_twist(ee, msg), 10)
+            pub = self.create_publisher(Bool, f'~/{ee}/goal_reached', latched)
+            pub.publish(Bool(data=False))
+            self._goal_pubs.append(pub)
+        self._out = self.create_publisher(JointTrajectory, values['output_topic'], 10)
+        self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.create_service(Trigger, '~/hold', self._on_hold)
+        self.create_service(Trigger, '~/resume', self._on_resume)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.create_timer(1.0 / values['rate_hz'], self._tick)
+        self.create_timer(1.0 / values['diagnostics_rate'], self._publish_diagnostics)
+        self.get_logger().info(
+            f"controlling {len(self.model.joint_names)} joints of '{self.model.name}' at "
+            f"{values['rate_hz']:g} Hz, end effectors {list(self.model.end_effector_names)}, "
+            f"commands on '{self._out.topic_name}'")
+
+    # ------------------------------------------------------------------ time
+    def _now(self):
+        return self.clock_.now().nanoseconds * 1e-9
+
+    # ------------------------------------------------------------------ inputs
+    def _refuse(self, reason):
+        self._refusals += 1
+        self.controller.refuse(self._now(), reason)
+        self.get_logger().warn(f'refused: {reason}', throttle_duration_sec=1.0)
+
+    def _on_joint_state(self, msg):
+        try:
+            self.controller.set_joint_state(msg.name, msg.position, self._now())
+        except InputError as exc:
+            self._refuse(str(exc))
+
+    def _target_in_base(self, frame_id, T, stamp):
+        """``T`` (4x4 in ``frame_id``) expressed in the base frame, or InputError."""
+        base = self.model.base_frame
+        if frame_id in ('', base):
+            return T
+        if self.model.pin_model.existFrame(frame_id):
+            ref = self.model.pin_frame_placement(self.controller.q_cmd if
+                                                 self.controller.initialized else
+                                                 self.model.center, frame_id)
+            return ref @ T
+        transform = self._lookup_tf(frame_id, stamp)
+        return transform @ T
+
+    def _lookup_tf(self, frame_id, stamp):
+        if self._tf_buffer is None:
+            try:
+                import tf2_ros
+            except ImportError:
+                raise InputError(f"frame '{frame_id}' is not a frame of the robot model and "
+                                 'tf2_ros is not installed') from None
+            self._tf_buffer = tf2_ros.Buffer()
+            self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self)
+        try:
+            import rclpy.time
+            tf = self._tf_buffer.lookup_transform(self.model.base_frame, frame_id,
+                                                  rclpy.time.Time())
+        except Exception as exc:  # noqa: B902 - tf2 raises several unrelated types
+            raise InputError(f"no transform from '{frame_id}' to "
+                             f"'{self.model.base_frame}': {exc}") from None
+        t, r = tf.transform.translation, tf.transform.rotation
+        M = np.eye(4)
+        M[:3, :3] = quaternion_to_matrix(unit_quaternion([r.x, r.y, r.z, r.w]))
+        M[:3, 3] = finite_vector([t.x, t.y, t.z], 3, 'transform')
+        return M
+
+    def _on_pose(self, ee, msg):
+        try:
+            p, o = msg.pose.position, msg.pose.orientation
+            T = np.eye(4)
+            T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, f'{ee} target position')
+            T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w],
+                                                             f'{ee} target orientation'))
+            T = self._target_in_base(msg.header.frame_id, T, msg.header.stamp)
+            if not np.all(np.isfinite(T)):
+                raise InputError(f'{ee} target is not finite in the base frame')
+            self.controller.set_target_matrix(ee, T)
+            self._publish_goal(force=True)
+        except InputError as exc:
+            self._refuse(str(exc))
+
+    def _on_twist(self, ee, msg):
+        try:
+            frame = msg.header.frame_id
+            if frame not in ('', self.model.base_frame):
+                raise InputError(f"{ee} target_twist must be in '{self.model.base_frame}' "
+                                 f"(or have an empty frame_id), not '{frame}'")
+            now = self._now()
+            stamp = time_to_sec(msg.header.stamp)
+            if stamp != 0.0 and abs(now - stamp) > max(1.0, self.controller.config.twist_timeout):
+                raise InputError(f'{ee} target_twist stamp is {now - stamp:.3g} s away from '
+                                 'now')
+            t = msg.twist
+            self.controller.set_twist_target(ee, [t.linear.x, t.linear.y, t.linear.z],
+                                             [t.angular.x, t.angular.y, t.angular.z], now)
+        except InputError as exc:
+            self._refuse(str(exc))
+
+    def _on_hold(self, request, response):
+        self.controller.hold()
+        response.success = True
+        response.message = 'holding the current pose'
+        return response
+
+    def _on_resume(self, request, response):
+        self.controller.resume()
+        response.success = True
+        response.message = 'following goals from the current pose'
+        return response
+
+    def _on_set_parameters(self, params):
+        values = dict(self.values)
+        for p in params:
+            if p.name not in PARAMETERS:
+                continue
+            if not PARAMETERS[p.name].dynamic:
+                return SetParametersResult(successful=False,
+                                           reason=f'{p.name} cannot change at run time')
+            reason = in_range(PARAMETERS, p.name, p.value)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+            values[p.name] = list(p.value) if isinstance(p.value, (list, tuple)) else p.value
+        try:
+            self.controller.configure(controller_config(values))
+        except IkControlError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        self.values = values
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ the loop
+    def _tick(self):
+        t0 = time.perf_counter()
+        out = self.controller.update(self._now())
+        if out is not None:
+            q, v = out
+            point = self._traj.points[0]
+            point.positions = q.tolist()
+            point.velocities = v.tolist()
+            self._out.publish(self._traj)
+        if np.any(self.controller.goal_reached != self._last_goal):
+            self._publish_goal()
+        self._tick_times[self._tick_count % self._tick_times.size] = time.perf_counter() - t0
+        self._tick_count += 1
+
+    def _publish_goal(self, force=False):
+        reached = self.controller.goal_reached
+        for i, pub in enumerate(self._goal_pubs):
+            if force or reached[i] != self._last_goal[i]:
+                pub.publish(Bool(data=bool(reached[i])))
+        self._last_goal[:] = reached
+
+    def _publish_diagnostics(self):
+        c = self.controller
+        status = c.status
+        level = status_mod.level_of(status)
+        values = [('status_codes', ','.join(status_mod.names(status)) or 'NONE'),
+                  ('sigma_min', f'{c.sigma_min():.4g}'),
+                  ('refused_messages', str(self._refusals)),
+                  ('last_refusal', c.last_refusal),
+                  ('reseeds', str(c.reseeds))]
+        err_p, err_r = c.tracking_errors()
+        for i, ee in enumerate(self.model.end_effector_names):
+            values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))
+            values.append((f'{ee}.orientation_error_rad', f'{err_r[i]:.6g}'))
+            values.append((f'{ee}.goal_reached', str(bool(c.goal_reached[i]))))
+        if c.initialized:
+            from ik_control.ik.nullspace import manipulability
+            values.append(('manipulability', f'{manipulability(c.solver.J):.4g}'))
+        n = min(self._tick_count, self._tick_times.size)
+        if n:
+            ticks = self._tick_times[:n] * 1e6
+            values += [('tick_us_median', f'{np.median(ticks):.1f}'),
+                       ('tick_us_p99', f'{np.percentile(ticks, 99):.1f}'),
+                       ('tick_us_max', f'{ticks.max():.1f}')]
+        msg = DiagnosticArray()
+        msg.header.stamp = self.clock_.now().to_msg()
+        msg.status = [DiagnosticStatus(
+            level=bytes([level]), name=f'{self.get_name()}: resolved-rate controller',
+            hardware_id=self.model.name, message=status_mod.describe(status),
+            values=[KeyValue(key=k, value=v) for k, v in values])]
+        self._diag.publish(msg)
+
+
+def main(args=None):
+    """Entry point of ``ros2 run ik_control ik_controller``."""
+    import sys
+
+    def executor_kind(node):
+        return node.values['executor']
+
+    sys.exit(run_node(NODE_NAME, IkControllerNode, args=args, executor=executor_kind))
+
+
+if __name__ == '__main__':
+    main()
+

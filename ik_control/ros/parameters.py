@@ -1,0 +1,115 @@
+"""Declared ROS parameters from one table per node, and the nodes' common ``main``.
+
+Each entry of a table is a :class:`Param`: default (which fixes the type), description
+with units, optional numeric range, and whether it may change at run time. Out-of-range
+or wrongly typed values at start-up become a :class:`StartupError` with a one-line
+message; ``run_node`` prints it and exits with status 2 instead of a traceback.
+"""
+
+from dataclasses import dataclass
+import sys
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+import rclpy
+from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
+                              ParameterUninitializedException)
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.parameter import Parameter
+
+EXIT_BAD_PARAMETERS = 2
+
+
+class StartupError(Exception):
+    """A user error in a node's parameters or files (reported without a traceback)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter (see module docstring)."""
+
+    default: object
+    description: str
+    lo: float = None
+    hi: float = None
+    dynamic: bool = False
+
+
+def descriptor(name, param):
+    """ParameterDescriptor with the description, range and read-only flag of ``param``."""
+    d = ParameterDescriptor(name=name, description=param.description,
+                            read_only=not param.dynamic)
+    if param.lo is not None:
+        if isinstance(param.default, int) and not isinstance(param.default, bool):
+            d.integer_range = [IntegerRange(from_value=int(param.lo), to_value=int(param.hi),
+                                            step=1)]
+        else:
+            d.floating_point_range = [FloatingPointRange(from_value=float(param.lo),
+                                                         to_value=float(param.hi))]
+    return d
+
+
+def declare_all(node, table):
+    """Declare every parameter of ``table`` on ``node``; returns ``{name: value}``.
+
+    Array parameters default to empty (``Parameter.Type.*_ARRAY`` as default); their value
+    is returned as a list.
+    """
+    values = {}
+    for name, param in table.items():
+        try:
+            declared = node.declare_parameter(name, param.default, descriptor(name, param))
+            value = declared.value
+        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+            raise StartupError(f"parameter '{name}': {exc}") from None
+        except ParameterUninitializedException:
+            value = None
+        if isinstance(param.default, Parameter.Type):
+            value = list(value or [])
+        values[name] = value
+    return values
+
+
+def in_range(table, name, value):
+    """Why ``value`` is not acceptable for ``name`` (empty string if it is)."""
+    param = table[name]
+    if param.lo is None or isinstance(value, (str, bool, list, tuple)):
+        return ''
+    if not (param.lo <= value <= param.hi):
+        return f'{name} = {value} is outside [{param.lo}, {param.hi}]'
+    return ''
+
+
+def make_executor(kind):
+    """'events' (rclpy.experimental.EventsExecutor) or 'single_threaded'."""
+    if kind == 'events':
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    if kind == 'single_threaded':
+        return SingleThreadedExecutor()
+    raise StartupError(f"executor must be 'events' or 'single_threaded', not '{kind}'")
+
+
+def run_node(name, factory, args=None, executor='single_threaded'):
+    """Init rclpy, build the node with ``factory()``, spin until shutdown; returns exit code.
+
+    A :class:`StartupError` is printed as one line on stderr and gives exit status 2.
+    ``executor`` may be a callable taking the node and returning the executor kind.
+    """
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = factory()
+        kind = executor(node) if callable(executor) else executor
+        ex = make_executor(kind)
+        ex.add_node(node)
+        ex.spin()
+        return 0
+    except StartupError as exc:
+        print(f'[{name}] startup failed: {exc}', file=sys.stderr, flush=True)
+        return EXIT_BAD_PARAMETERS
+    except (KeyboardInterrupt, ExternalShutdownException):
+        return 0
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
