@@ -7,7 +7,8 @@ __version__ = '0.1.0'
 
 
 def _numba_cache_dir():
-    """A numba cache directory keyed by the content of every module of this package.
+    """
+    Return a numba cache directory keyed by the content of every module of this package.
 
     numba's own cache is checked against the source file of each compiled function only, so
     a function compiled before a change in another module it calls would be reused stale.

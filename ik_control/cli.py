@@ -1,4 +1,5 @@
-"""The ``ik_control`` command: ``solve``, ``bench`` (and, with the controller, ``demo``).
+"""
+The ``ik_control`` command: ``solve``, ``bench`` (and, with the controller, ``demo``).
 
 Every subcommand prints a clear one-line message and exits non-zero on bad input
 (unknown frame, unreadable URDF, no solution within the budget); tracebacks are for bugs.
@@ -9,9 +10,8 @@ import json
 import os
 import sys
 
-import numpy as np
-
 from ik_control.validation import IkControlError
+import numpy as np
 
 EXIT_USAGE = 2
 EXIT_NO_SOLUTION = 3
@@ -102,7 +102,7 @@ def _bench_step(args):
 
 
 def build_parser():
-    """The argument parser of the ``ik_control`` command."""
+    """Return the argument parser of the ``ik_control`` command."""
     parser = argparse.ArgumentParser(prog='ik_control', description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest='command', required=True)
 
@@ -113,7 +113,7 @@ def build_parser():
     solve.add_argument('--xyz', nargs=3, type=float, required=True, metavar=('X', 'Y', 'Z'),
                        help='target position in the base frame [m]')
     solve.add_argument('--quat', nargs=4, type=float, metavar=('QX', 'QY', 'QZ', 'QW'),
-                       help='target orientation (unit quaternion x y z w); position only if absent')
+                       help='target orientation (unit quaternion x y z w); none: position only')
     solve.add_argument('--joints', help='comma-separated controlled joints (default: all)')
     solve.add_argument('--seed-q', nargs='+', type=float, help='initial joint values [rad]')
     solve.add_argument('--timeout-ms', type=float, default=50.0, help='time budget [ms]')

@@ -1,4 +1,5 @@
-"""The robots this package brings: where their files are, and their standard set-up.
+"""
+The robots this package brings: where their files are, and their standard set-up.
 
 ``urdf_path('wam')`` finds ``urdf/wam.urdf`` in the installed share directory (through
 ament_index where a ROS installation or the ament wheels provide it) or in the source
@@ -9,9 +10,8 @@ controlled joints, base frame and end effectors that ``config/wam.yaml`` uses.
 from dataclasses import dataclass
 import os
 
-import numpy as np
-
 from ik_control.validation import ModelError
+import numpy as np
 
 PACKAGE = 'ik_control'
 
@@ -44,7 +44,7 @@ SETUPS = {
 
 
 def share_directory():
-    """The package's share directory (installed), or the source tree root (development)."""
+    """Return the package's share directory (installed), or the source tree root (development)."""
     try:
         from ament_index_python.packages import get_package_share_directory
         return get_package_share_directory(PACKAGE)
@@ -73,18 +73,18 @@ def urdf_path(name):
 
 
 def robot(name, **overrides):
-    """RobotModel of bundled robot ``name`` with its standard set-up (``overrides`` replace it)."""
+    """Return the RobotModel of bundled robot ``name`` (``overrides`` replace its set-up)."""
     from ik_control.kinematics import RobotModel
 
     setup = SETUPS[name] if name in SETUPS else None
     if setup is None:
         raise ModelError(f"unknown robot '{name}'; bundled robots: {sorted(SETUPS)}")
-    kwargs = dict(base_frame=setup.base_frame, end_effectors=setup.end_effectors,
-                  joints=setup.joints)
+    kwargs = {'base_frame': setup.base_frame, 'end_effectors': setup.end_effectors,
+              'joints': setup.joints}
     kwargs.update(overrides)
     return RobotModel.from_urdf(urdf_path(name), **kwargs)
 
 
 def ready_pose(name):
-    """The ready configuration of bundled robot ``name`` [rad], in its controlled-joint order."""
+    """Return the ready configuration of bundled robot ``name`` [rad], controlled-joint order."""
     return np.array(SETUPS[name].ready, dtype=float)

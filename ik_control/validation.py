@@ -1,4 +1,5 @@
-"""Errors raised at the boundary of the core, and the checks that raise them.
+"""
+Errors raised at the boundary of the core, and the checks that raise them.
 
 Everything that enters the math from outside (a file, a parameter, a message turned
 into arrays) passes one of these checks first, so bad numbers become a clear exception
@@ -34,7 +35,8 @@ def finite_vector(value, size, what):
 
 
 def unit_quaternion(xyzw, what='quaternion', tolerance=1e-3):
-    """Return ``xyzw`` as a finite unit quaternion; reject zero norm or norms off 1 by > tolerance.
+    """
+    Return ``xyzw`` as a finite unit quaternion; reject zero norm or norms off 1 by > tolerance.
 
     Unnormalised quaternions are refused rather than silently normalised: a message whose
     norm is far from 1 was built wrongly, and guessing its meaning could move the robot.
@@ -57,7 +59,7 @@ def quaternion_to_matrix(xyzw):
 
 
 def matrix_to_quaternion(R):
-    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method)."""
+    """Return the unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method)."""
     t = np.trace(R)
     if t > 0:
         s = 2.0 * np.sqrt(1.0 + t)

@@ -1,4 +1,5 @@
-"""Shared helpers for tests that run real rclpy and real DDS (no mocks).
+"""
+Shared helpers for tests that run real rclpy and real DDS (no mocks).
 
 Import from test modules (``from ros_helpers import ...``); pytest puts the
 ``test`` directory on ``sys.path``.
@@ -50,7 +51,8 @@ def ros_env(**extra: str) -> dict:
 
 
 class RosTestContext:
-    """An rclpy context (own domain) with one node and a single-threaded executor.
+    """
+    An rclpy context (own domain) with one node and a single-threaded executor.
 
     Use as a context manager; ``node`` creates publishers and subscriptions.
     """
@@ -122,7 +124,8 @@ class Collector:
         self.messages.clear()
 
     def wait(self, predicate: Optional[Callable] = None, timeout: float = 5.0):
-        """Return the first new message (from now on) satisfying ``predicate``.
+        """
+        Return the first new message (from now on) satisfying ``predicate``.
 
         Raises :class:`TimeoutError` with the last message seen.
         """
@@ -145,7 +148,8 @@ class Collector:
 
 
 class NodeProcess:
-    """A node started as ``python -m module --ros-args ...`` in a subprocess.
+    """
+    A node started as ``python -m module --ros-args ...`` in a subprocess.
 
     Output goes to temporary files (no pipe can fill up); :meth:`stop` sends
     SIGINT like Ctrl-C, then SIGKILL after ``timeout``.

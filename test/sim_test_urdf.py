@@ -1,4 +1,5 @@
-"""A small URDF for the simulator tests: a 3-joint arm, optionally with a mimic gripper.
+"""
+A small URDF for the simulator tests: a 3-joint arm, optionally with a mimic gripper.
 
 Built as a string so the tests do not depend on the robot files in ``urdf/``.
 Joints: ``j1`` (revolute about z, +-2 rad), ``j2`` and ``j3`` (revolute about

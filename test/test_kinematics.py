@@ -1,14 +1,13 @@
 """RobotModel and the compiled kinematics against pinocchio and finite differences."""
 
+from ik_control import robots
+from ik_control.kinematics import RobotModel
+from ik_control.kinematics.dh import (dh_forward, dh_urdf, DHRow, double_y_shape_urdf,
+                                      sam_robot_rows, sam_robot_urdf, y_shape_urdf)
+from ik_control.validation import ModelError
 import numpy as np
 import pinocchio as pin
 import pytest
-
-from ik_control import robots
-from ik_control.kinematics import RobotModel
-from ik_control.kinematics.dh import (DHRow, dh_forward, dh_urdf, double_y_shape_urdf,
-                                      sam_robot_rows, sam_robot_urdf, y_shape_urdf)
-from ik_control.validation import ModelError
 
 
 def _models():
@@ -124,11 +123,11 @@ def test_locked_joints_stay_put_and_subset_models_agree():
 
 
 @pytest.mark.parametrize('kwargs, message', [
-    (dict(end_effectors=['no_such_frame']), "unknown frame 'no_such_frame'"),
-    (dict(joints=['wam_j1', 'nope']), 'unknown joints'),
-    (dict(joints=['wam_j1', 'wam_j1']), 'listed twice'),
-    (dict(base_frame='wam_link_3'), 'is moved by controlled joints'),
-    (dict(end_effectors=[('tool', 'sideways')]), "mode must be 'pose' or 'position'"),
+    ({'end_effectors': ['no_such_frame']}, "unknown frame 'no_such_frame'"),
+    ({'joints': ['wam_j1', 'nope']}, 'unknown joints'),
+    ({'joints': ['wam_j1', 'wam_j1']}, 'listed twice'),
+    ({'base_frame': 'wam_link_3'}, 'is moved by controlled joints'),
+    ({'end_effectors': [('tool', 'sideways')]}, "mode must be 'pose' or 'position'"),
 ])
 def test_bad_model_requests_are_refused_clearly(kwargs, message):
     with pytest.raises(ModelError, match=message):

@@ -2,12 +2,11 @@
 
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
+from ik_control.ik import laws, linalg, nullspace
+from ik_control.ik.pose_error import ERROR_LOG3, ERROR_SAM, ERROR_SE3, pose_error
 import numpy as np
 import pinocchio as pin
 import pytest
-
-from ik_control.ik import laws, linalg, nullspace
-from ik_control.ik.pose_error import ERROR_LOG3, ERROR_SAM, ERROR_SE3, pose_error
 
 
 def _random_jacobian(rng, m, n, rank=None):

@@ -6,14 +6,13 @@ import subprocess
 import sys
 
 from hypothesis import given, settings, strategies as st
-import numpy as np
-import pytest
-
 from ik_control import robots
 from ik_control.bench import buss
 from ik_control.ik.position_ik import PositionIk
 from ik_control.ik.solver import METHODS, SolverConfig, VelocitySolver
 from ik_control.validation import InputError
+import numpy as np
+import pytest
 
 WAM = robots.robot('wam')
 SIMON = robots.robot('simon')
@@ -133,8 +132,8 @@ def test_bad_numbers_are_refused_at_the_boundary(bad):
 
 
 def test_bad_solver_parameters_are_refused():
-    for bad in (dict(method='magic'), dict(damping=-1.0), dict(gain=0.0),
-                dict(clamp_error=float('nan')), dict(error_mode='euler')):
+    for bad in ({'method': 'magic'}, {'damping': -1.0}, {'gain': 0.0},
+                {'clamp_error': float('nan')}, {'error_mode': 'euler'}):
         with pytest.raises(InputError):
             VelocitySolver(WAM, SolverConfig(**bad))
 

@@ -1,4 +1,5 @@
-"""Buss's experiment (sec. 8): Y and double-Y shapes tracking moving targets, one update a step.
+"""
+Buss's experiment (sec. 8): Y and double-Y shapes tracking moving targets, one update a step.
 
 The targets move on smooth closed curves (Lissajous figures) around the effectors' rest
 positions, with an amplitude that carries them in and out of reach; each simulation step
@@ -16,11 +17,10 @@ oscillation, and the Jacobian transpose is poor on the double-Y.
 from dataclasses import dataclass
 import time
 
-import numpy as np
-
 from ik_control.ik.solver import SolverConfig, VelocitySolver
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh import double_y_shape_urdf, y_shape_urdf
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ class Law:
 
 
 # No clamping or adaptive damping unless a law asks for it: Buss's plain methods.
-PLAIN = dict(adaptive_damping=False, max_joint_step=0.0, clamp_error=0.0,
-             clamp_error_rotation=0.0)
+PLAIN = {'adaptive_damping': False, 'max_joint_step': 0.0, 'clamp_error': 0.0,
+         'clamp_error_rotation': 0.0}
 DAMPING_GRID = tuple(np.round(np.arange(0.05, 0.801, 0.05), 2))
 D_MAX = 0.1            # ClampMag bound [m], about a fifth of a link
 OSCILLATION_OK = 0.002  # "unwanted oscillation very rare": mean |second difference| [rad]
@@ -68,7 +68,8 @@ def shape(name):
 
 
 def target_paths(model, steps, period=600.0, overreach=1.1, inner=0.75):
-    """Target positions (steps x effectors x 3) on Lissajous curves, and the reach radii.
+    """
+    Target positions (steps x effectors x 3) on Lissajous curves, and the reach radii.
 
     Each effector's target circles a point inside the workspace (its rest position pulled
     toward the base) on a curve whose far side lies ``overreach`` times beyond the
@@ -154,7 +155,8 @@ def _tune(model, clamp, paths, out_of_reach):
 
 
 def run(steps=1200, shapes=('y', 'double_y'), progress=None):
-    """Run every law on every shape; returns a JSON-ready dict of results and series.
+    """
+    Run every law on every shape; returns a JSON-ready dict of results and series.
 
     DLS and DLS+ClampMag each get the smallest damping from ``DAMPING_GRID`` at which
     oscillation out of reach stays under ``OSCILLATION_OK`` ("we had to raise the damping
@@ -191,7 +193,7 @@ def run(steps=1200, shapes=('y', 'double_y'), progress=None):
 
 
 def checks(results):
-    """The paper's qualitative findings as (claim, holds) pairs."""
+    """Return the paper's qualitative findings as (claim, holds) pairs."""
     out = []
     for name, entry in results['shapes'].items():
         lw = entry['laws']

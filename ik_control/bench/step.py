@@ -1,4 +1,5 @@
-"""Microseconds per control update, ours next to a plain numpy version and pink, in one run.
+"""
+Microseconds per control update, ours next to a plain numpy version and pink, in one run.
 
 One update = forward kinematics, Jacobians, pose error, DLS with adaptive damping and the
 joint-centering nullspace term (SAM eq. 16-18), for the WAM (tool, 6-D task, 7 joints)
@@ -15,11 +16,10 @@ Each call is timed separately (``perf_counter_ns``); median and 99th percentile 
 
 import time
 
-import numpy as np
-import pinocchio as pin
-
 from ik_control import robots
 from ik_control.ik.solver import SolverConfig, VelocitySolver
+import numpy as np
+import pinocchio as pin
 
 
 def _targets(model, q):
@@ -54,7 +54,7 @@ def ours(model, q, T, samples):
 
 
 def numpy_pinocchio(model, q, T, samples):
-    """The straightforward version: pinocchio's Python API + numpy linear algebra."""
+    """Time the straightforward version: pinocchio's Python API + numpy linear algebra."""
     pm, pd = model.pin_model, model.pin_model.createData()
     fids = model.frame_ids
     qt = model.tree_configuration(q)
@@ -87,7 +87,7 @@ def numpy_pinocchio(model, q, T, samples):
 
 
 def pink_update(model, q, T, samples):
-    """pink ``solve_ik`` on a reduced model with exactly our controlled joints."""
+    """Time pink's ``solve_ik`` on a reduced model with exactly our controlled joints."""
     import pink
     from pink.tasks import FrameTask, PostureTask
 

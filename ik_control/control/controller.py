@@ -1,4 +1,5 @@
-"""The resolved-motion-rate controller: latest state and goals -> one limited joint command.
+"""
+The resolved-motion-rate controller: latest state and goals -> one limited joint command.
 
 Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i)):
 
@@ -22,12 +23,11 @@ states return (``STALE_STATE``).
 from dataclasses import dataclass, field, replace
 import math
 
-import numpy as np
-
 from ik_control.control import limits as limits_mod
 from ik_control.control.status import Status
 from ik_control.ik.solver import INFO_ERROR_CLAMPED, INFO_SIGMA_MIN, SolverConfig, VelocitySolver
-from ik_control.validation import InputError, finite_vector, quaternion_to_matrix, unit_quaternion
+from ik_control.validation import finite_vector, InputError, quaternion_to_matrix, unit_quaternion
+import numpy as np
 
 MODE_HOLD, MODE_POSE, MODE_TWIST = 0, 1, 2
 
@@ -137,7 +137,8 @@ class ResolvedRateController:
         self.last_refusal = reason
 
     def set_joint_state(self, names, positions, now):
-        """Latest measured joint positions by name (any order; extra joints ignored).
+        """
+        Latest measured joint positions by name (any order; extra joints ignored).
 
         Raises :class:`InputError` for mismatched lengths, duplicate names, missing
         controlled joints or non-finite values; the previous state is kept then.
@@ -252,7 +253,8 @@ class ResolvedRateController:
         return status
 
     def update(self, now):
-        """One control tick at time ``now`` [s]; returns ``(q, v)`` to command, or None.
+        """
+        One control tick at time ``now`` [s]; returns ``(q, v)`` to command, or None.
 
         ``q`` is where the joints should be one tick from now and ``v`` the velocity there;
         both are views the next tick overwrites.
@@ -348,4 +350,3 @@ def _exp3(w):
     k = w / theta
     K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
     return np.eye(3) + math.sin(theta) * K + (1.0 - math.cos(theta)) * (K @ K)
-

@@ -1,4 +1,5 @@
-"""Joint limits on every command: position (with margin), velocity and acceleration.
+"""
+Joint limits on every command: position (with margin), velocity and acceleration.
 
 Given the last command ``(q, v_prev)`` and a desired velocity ``v_des`` for one tick of
 ``dt`` seconds, :func:`limit_velocity` returns the commanded velocity ``v`` such that
@@ -15,8 +16,8 @@ A joint already inside the margin band (a robot started there) is never pushed f
 out: its bound becomes its current position.
 """
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 # returned flags
 VELOCITY_SCALED = 1

@@ -1,4 +1,5 @@
-"""Status codes: one for every reason the controller slows or stops (as MoveIt Servo does).
+"""
+Status codes: one for every reason the controller slows or stops (as MoveIt Servo does).
 
 A tick sets a bit field of :class:`Status` flags; :func:`level_of` maps it to the
 diagnostic level (0 OK, 1 WARN, 2 ERROR) and :func:`describe` to a message.

@@ -1,4 +1,5 @@
-"""Velocity IK laws: joint change ``dq`` from task Jacobian ``J`` (m x n) and error ``e`` (m).
+"""
+Velocity IK laws: joint change ``dq`` from task Jacobian ``J`` (m x n) and error ``e`` (m).
 
 Each law solves (approximately) Buss eq. (5), ``e = J dq``:
 
@@ -20,10 +21,9 @@ Each law solves (approximately) Buss eq. (5), ``e = J dq``:
 All are compiled; buffers are passed in so the control tick allocates nothing.
 """
 
-import numpy as np
-from numba import njit
-
 from ik_control.ik import linalg
+from numba import njit
+import numpy as np
 
 
 @njit(cache=True, nogil=True)
@@ -59,7 +59,7 @@ def pseudoinverse_step(J, e, threshold, dq):
 
 @njit(cache=True, nogil=True)
 def dls_svd_step(J, e, lam2, dq):
-    """Damped least squares in SVD form, Buss eq. (14): ``sum sigma/(sigma^2+lambda^2) v u^T e``."""
+    """Damped least squares in SVD form, Buss eq. (14): ``sum s/(s^2+lambda^2) v u^T e``."""
     U, s, V = linalg.jacobi_svd(J)
     dq[:] = 0.0
     for i in range(s.shape[0]):
@@ -73,7 +73,8 @@ def dls_svd_step(J, e, lam2, dq):
 
 @njit(cache=True, nogil=True)
 def dls_factor(J, lam2, L):
-    """Cholesky factor of ``J J^T + lambda^2 I`` into ``L``; raises damping until it factors.
+    """
+    Cholesky factor of ``J J^T + lambda^2 I`` into ``L``; raises damping until it factors.
 
     Returns the damping actually used (``lam2``, or more if J J^T was numerically singular
     and ``lam2`` zero).
@@ -138,7 +139,8 @@ def clamp_max_abs(v, limit):
 
 @njit(cache=True, nogil=True)
 def sdls_step(J, e, gamma_max, dq):
-    """Selectively damped least squares (Buss & Kim 2005) for 3-row effector blocks.
+    """
+    Compute selectively damped least squares (Buss & Kim 2005) for 3-row blocks.
 
     With ``J = sum sigma_i u_i v_i^T`` and ``rho_lj`` the norm of the 3-row block of
     effector ``l`` in column ``j``: ``N_i = sum_l ||u_{l,i}||``,

@@ -1,12 +1,13 @@
-"""Small dense linear algebra in compiled code, sized for Jacobians (m <= ~24 rows).
+"""
+Small dense linear algebra in compiled code, sized for Jacobians (m <= ~24 rows).
 
 LAPACK through numba costs 1-12 us per call on 6x7 matrices (call overhead and
 workspace allocation); these hand-written routines cost a fraction of that and
 allocate nothing when given output buffers. Tested against numpy.linalg.
 """
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 
 @njit(cache=True, nogil=True)
@@ -45,7 +46,7 @@ def cholesky_inplace(A):
 
 @njit(cache=True, nogil=True)
 def cholesky_solve(L, b, out):
-    """Solve ``L L^T x = b`` with the factor from :func:`cholesky_inplace` (``out`` may be ``b``)."""
+    """Solve ``L L^T x = b``, ``L`` from :func:`cholesky_inplace` (``out`` may be ``b``)."""
     m = L.shape[0]
     for i in range(m):
         t = b[i]
@@ -82,7 +83,8 @@ def mat_t_vec(A, y, out):
 
 @njit(cache=True, nogil=True)
 def smallest_eigenvalue_spd(L, iterations, work_x, work_y):
-    """Smallest eigenvalue of ``A = L L^T`` by inverse iteration from a fixed start vector.
+    """
+    Smallest eigenvalue of ``A = L L^T`` by inverse iteration from a fixed start vector.
 
     Converges at rate lambda_min / lambda_2: fastest exactly when the smallest singular
     value of J is small compared with the others, the case damping is for. Returns the
@@ -111,7 +113,8 @@ def smallest_eigenvalue_spd(L, iterations, work_x, work_y):
 
 @njit(cache=True, nogil=True)
 def jacobi_svd(J):
-    """Thin SVD ``J = U diag(s) V^T`` by one-sided (Hestenes) Jacobi rotations.
+    """
+    Thin SVD ``J = U diag(s) V^T`` by one-sided (Hestenes) Jacobi rotations.
 
     Returns ``U`` (m x r), ``s`` (r,), ``V`` (n x r), r = min(m, n), singular values in
     descending order. Accurate to machine precision for the small matrices used here.

@@ -1,4 +1,5 @@
-"""Redundancy: secondary goals in the nullspace of the task, and two-level task priority.
+"""
+Redundancy: secondary goals in the nullspace of the task, and two-level task priority.
 
 SAM eq. (16): ``dq = J^+ dx + (I - J^+ J) z`` -- any ``z`` projected through
 ``I - J^+ J`` leaves the task untouched. Here ``J^+`` is the damped inverse of the primary
@@ -19,15 +20,14 @@ with a damped inverse at the second level, since ``J2 (I - J1^+ J1)`` loses rank
 the two tasks conflict.
 """
 
-import numpy as np
-from numba import njit
-
 from ik_control.ik import linalg
+from numba import njit
+import numpy as np
 
 
 @njit(cache=True, nogil=True)
 def joint_centering_gradient(q, lower, upper, out):
-    """``grad H`` of SAM eq. (18): ``2 (q - q_c) / dq^2`` with centre and half range from limits."""
+    """Write ``grad H`` of SAM eq. (18), ``2 (q - q_c) / dq^2``, from the joint limits."""
     for i in range(q.shape[0]):
         half = 0.5 * (upper[i] - lower[i])
         out[i] = 2.0 * (q[i] - 0.5 * (upper[i] + lower[i])) / (half * half)
@@ -71,4 +71,3 @@ def _damped_pinv(J, damping):
     else:
         g = np.where(s > tol, 1.0 / np.where(s > tol, s, 1.0), 0.0)
     return (Vt.T * g) @ U.T
-

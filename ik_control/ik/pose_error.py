@@ -1,4 +1,5 @@
-"""Pose error between a current and a desired placement, in base-frame axes.
+"""
+Pose error between a current and a desired placement, in base-frame axes.
 
 The error drives the velocity laws as Buss's ``e = t - s`` (sec. 2) extended to
 orientation; three forms (``ERROR_*`` codes):
@@ -12,8 +13,8 @@ orientation; three forms (``ERROR_*`` codes):
   ``e_o = 0.5 (n_a x n_d + o_a x o_d + a_a x a_d)`` with n, o, a the columns of R.
 """
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 ERROR_LOG3 = 0
 ERROR_SE3 = 1
@@ -69,7 +70,8 @@ def log3(R, out):
 
 @njit(cache=True, nogil=True)
 def pose_error(Ta, Td, mode, position_only, out, work):
-    """Write the error from placement ``Ta`` to ``Td`` (4x4) into ``out`` (3 or 6 values).
+    """
+    Write the error from placement ``Ta`` to ``Td`` (4x4) into ``out`` (3 or 6 values).
 
     ``work`` is a (3, 3) scratch array. See the module docstring for ``mode``.
     """

@@ -1,4 +1,5 @@
-"""Position IK: the velocity law iterated to tolerance inside joint limits, with restarts.
+"""
+Position IK: the velocity law iterated to tolerance inside joint limits, with restarts.
 
 Buss sec. 2, mode (ii): "the joint angles are updated iteratively until a value of q is
 obtained that is sufficiently close to a solution". Each iteration is one
@@ -11,12 +12,11 @@ from a random configuration inside the limits, until the time budget is spent.
 from dataclasses import dataclass, field
 import time
 
-import numpy as np
-from numba import njit
-
 from ik_control.ik import solver as solver_mod
 from ik_control.ik.solver import SolverConfig, VelocitySolver
 from ik_control.validation import InputError
+from numba import njit
+import numpy as np
 
 
 @dataclass
@@ -34,21 +34,22 @@ class IkResult:
 
 
 @njit(cache=True, nogil=True)
-def iterate(F, I, B, q, targets, max_iterations, stall_iterations, tol, tol_rot):
-    """Iterate the step from ``q`` (updated in place, kept inside limits).
+def iterate(F, IX, B, q, targets, max_iterations, stall_iterations, tol, tol_rot):
+    """
+    Iterate the step from ``q`` (updated in place, kept inside limits).
 
     Returns (iterations, converged, max position error, max rotation error).
     """
-    views = solver_mod.buffer_views(I, B)
+    views = solver_mod.buffer_views(IX, B)
     dq, err_pos, err_rot = views[2], views[13], views[14]
-    fv = solver_mod.kernels.model_views(F, I)
+    fv = solver_mod.kernels.model_views(F, IX)
     lower, upper = fv[14], fv[15]
     best = np.inf
     best_at = 0
     worst_p = np.inf
     worst_r = np.inf
     for it in range(max_iterations):
-        solver_mod.solve_step(F, I, B, q, targets)
+        solver_mod.solve_step(F, IX, B, q, targets)
         worst_p = 0.0
         worst_r = 0.0
         for f in range(err_pos.shape[0]):
@@ -86,7 +87,8 @@ class PositionIk:
         self.stall_iterations = stall_iterations
 
     def solve(self, targets, q_seed=None, time_budget=0.005, rng=None, max_restarts=None):
-        """Solve for ``targets`` (ne x 4 x 4) from ``q_seed`` (default: middle of the limits).
+        """
+        Solve for ``targets`` (ne x 4 x 4) from ``q_seed`` (default: middle of the limits).
 
         Restarts from uniform random configurations until ``time_budget`` [s] is spent.
         """

@@ -1,4 +1,5 @@
-"""One velocity-IK update for all end effectors: ``solve_step`` and its configuration.
+"""
+One velocity-IK update for all end effectors: ``solve_step`` and its configuration.
 
 One call does, in compiled code and without allocation (Buss sec. 2-6, SAM sec. IV-V):
 
@@ -23,13 +24,12 @@ Joint limits are the caller's: the controller and the position IK clamp differen
 from dataclasses import asdict, dataclass, fields
 import math
 
-import numpy as np
-from numba import njit
-
 from ik_control.ik import laws, linalg, nullspace
 from ik_control.ik.pose_error import ERROR_MODES, pose_error
 from ik_control.kinematics import kernels
 from ik_control.validation import InputError
+from numba import njit
+import numpy as np
 
 METHODS = {'transpose': 0, 'pseudoinverse': 1, 'dls': 2, 'dls_svd': 3, 'sdls': 4}
 _T, _PINV, _DLS, _DLS_SVD, _SDLS = range(5)
@@ -77,7 +77,7 @@ class SolverConfig:
         return self
 
     def packed(self):
-        """The float array the compiled step reads (layout ``P_*`` below)."""
+        """Return the float array the compiled step reads (layout ``P_*`` below)."""
         self.validate()
         p = np.zeros(P_SIZE)
         p[P_METHOD] = METHODS[self.method]
@@ -117,19 +117,23 @@ INFO_SIGMA_MIN, INFO_LAMBDA2, INFO_STEP_CLAMPED, INFO_ERROR_CLAMPED, INFO_SIZE =
 
 
 @njit(cache=True, nogil=True)
-def buffer_size(I):
+def buffer_size(IX):
     """Length of the solver buffer ``B`` (see :func:`buffer_views`)."""
-    ne, nq, m = I[1], I[2], I[3]
-    return P_SIZE + 2 * kernels.work_size(I) + m * m + 3 * m + 5 * nq + 4 * ne + INFO_SIZE + 9
+    ne, nq, m = IX[1], IX[2], IX[3]
+    return P_SIZE + 2 * kernels.work_size(IX) + m * m + 3 * m + 5 * nq + 4 * ne + INFO_SIZE + 9
 
 
 @njit(cache=True, nogil=True)
-def buffer_views(I, B):
-    """Views of the solver buffer ``B``: P (configuration), W (kinematics workspace), dq,
-    L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3 and W2
-    (a second kinematics workspace, for the manipulability gradient)."""
-    ne, nq, m = I[1], I[2], I[3]
-    ws = kernels.work_size(I)
+def buffer_views(IX, B):
+    """
+    Return views of the solver buffer ``B``.
+
+    In order: P (configuration), W (kinematics workspace), dq, L, e, wm, wm2, wn, wn2, z,
+    dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3 and W2 (a second kinematics
+    workspace, for the manipulability gradient).
+    """
+    ne, nq, m = IX[1], IX[2], IX[3]
+    ws = kernels.work_size(IX)
     P = B[0:P_SIZE]
     o = P_SIZE
     W = B[o:o + ws]
@@ -165,22 +169,23 @@ def buffer_views(I, B):
     err_rot = B[o:o + ne]
     o += ne
     info = B[o:o + INFO_SIZE]
-    return P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3, W2
+    return (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info,
+            R3, W2)
 
 
 @njit(cache=True, nogil=True)
-def _manipulability_gradient(F, I, W2, q, J_rows_scale, out, L):
+def _manipulability_gradient(F, IX, W2, q, J_rows_scale, out, L):
     """Central-difference gradient of ``sqrt(det(J J^T))`` (J with weighted angular rows)."""
     h = 1e-6
     nq = q.shape[0]
-    J2 = kernels.work_views(I, W2)[4]
+    J2 = kernels.work_views(IX, W2)[4]
     for k in range(nq):
         w_plus = 0.0
         w_minus = 0.0
         for sgn in (1.0, -1.0):
             qk = q[k]
             q[k] = qk + sgn * h
-            kernels.update_kinematics(F, I, W2, q, False, True)
+            kernels.update_kinematics(F, IX, W2, q, False, True)
             q[k] = qk
             for r in range(J2.shape[0]):
                 for c in range(nq):
@@ -200,25 +205,26 @@ def _manipulability_gradient(F, I, W2, q, J_rows_scale, out, L):
 
 
 @njit(cache=True, nogil=True)
-def solve_step(F, I, B, q, targets):
-    """One velocity-IK update (module docstring) into the ``dq`` view of ``B``.
+def solve_step(F, IX, B, q, targets):
+    """
+    One velocity-IK update (module docstring) into the ``dq`` view of ``B``.
 
-    ``F``, ``I``: the packed model; ``B``: the solver buffer (:func:`buffer_views`) holding
+    ``F``, ``IX``: the packed model; ``B``: the solver buffer (:func:`buffer_views`) holding
     the configuration, workspaces and result. ``targets`` is (end effectors, 4, 4) in the
     base frame; position-only effectors use its translation. ``prev_dist < 0`` marks a
     target jump for the adaptive clamp. Returns ``STATUS_OK``, or ``STATUS_BAD_INPUT``
     (with ``dq`` zeroed) when ``q`` or ``targets`` holds NaN or infinite values.
     """
     (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3,
-     W2) = buffer_views(I, B)
-    work = kernels.work_views(I, W)
+     W2) = buffer_views(IX, B)
+    work = kernels.work_views(IX, W)
     q_tree, joint_T, frame_T, points, J, tmp = work
-    model = kernels.model_views(F, I)
+    model = kernels.model_views(F, IX)
     row_frame, row_component, lower, upper = model[12], model[13], model[14], model[15]
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(targets))):
         dq[:] = 0.0
         return STATUS_BAD_INPUT
-    ne, m = I[1], I[3]
+    ne, m = IX[1], IX[3]
     alternate = P[P_ALTERNATE] > 0.5
     if alternate:
         for f in range(ne):
@@ -281,7 +287,7 @@ def solve_step(F, I, B, q, targets):
         e[r] *= gain
     info[INFO_ERROR_CLAMPED] = error_clamped
 
-    # 4. the law. The factor of J J^T + lambda_0^2 I gives sigma_min by inverse iteration
+    # 4. the law. The factor of J J^T + lambda_0^2 IX gives sigma_min by inverse iteration
     # (its eigenvalues are sigma_i^2 + lambda_0^2); it is refactored only when the adaptive
     # damping adds to lambda_0 near a singularity.
     method = int(P[P_METHOD])
@@ -325,7 +331,7 @@ def solve_step(F, I, B, q, targets):
             # row weights used for J: 1 for linear rows, w_rot for angular rows
             for r in range(m):
                 wm2[r] = w_rot if row_component[r] >= 3 else 1.0
-            _manipulability_gradient(F, I, W2, q, wm2, wn, L)
+            _manipulability_gradient(F, IX, W2, q, wm2, wn, L)
             for i in range(nq):
                 z[i] += m_gain * wn[i]
         nullspace.project_nullspace(J, L, z, dq_ns, wm, wn2)
@@ -341,7 +347,8 @@ def solve_step(F, I, B, q, targets):
 
 
 class VelocitySolver:
-    """A model, a configuration and the buffers for :func:`solve_step` (pink's ``solve_ik`` role).
+    """
+    A model, a configuration and the buffers for :func:`solve_step` (pink's ``solve_ik`` role).
 
     ``step(q, targets)`` returns the joint change for one update; ``info`` holds the smallest
     singular value, the damping used and whether the error or step was clamped.
@@ -379,7 +386,8 @@ class VelocitySolver:
         return self.ws.frame_T
 
     def step(self, q, targets):
-        """Joint change for one update from ``q`` toward ``targets`` (ne x 4 x 4).
+        """
+        Joint change for one update from ``q`` toward ``targets`` (ne x 4 x 4).
 
         Raises :class:`InputError` for a wrong shape or dtype, or non-finite values (then
         nothing is computed). Returns a view that the next call overwrites.

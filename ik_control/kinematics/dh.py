@@ -1,4 +1,5 @@
-"""Robots from Denavit-Hartenberg tables and from simple joint lists, as URDF text.
+"""
+Robots from Denavit-Hartenberg tables and from simple joint lists, as URDF text.
 
 Standard (distal) DH, SAM eq. (1): the transform from frame i-1 to frame i is::
 
@@ -20,7 +21,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class DHRow:
-    """One DH row: ``alpha`` [rad], ``a`` [m], ``d`` [m], joint ``kind`` and limits.
+    """
+    One DH row: ``alpha`` [rad], ``a`` [m], ``d`` [m], joint ``kind`` and limits.
 
     ``kind`` is ``'revolute'`` (variable theta, ``offset`` added to it) or ``'prismatic'``
     (variable d, ``offset`` added to it).
@@ -91,7 +93,8 @@ def _rpy_of(R):
 
 
 def tree_urdf(name, root, joints, mass=0.5):
-    """URDF text for a tree of links joined by ``joints`` (a sequence of :class:`JointSpec`).
+    """
+    URDF text for a tree of links joined by ``joints`` (a sequence of :class:`JointSpec`).
 
     Every link gets a small inertia so that MuJoCo accepts the file too.
     """
@@ -116,7 +119,8 @@ def tree_urdf(name, root, joints, mass=0.5):
 
 
 def dh_urdf(rows, name='dh_robot', base=None, tool=None, prefix='joint'):
-    """URDF text of a DH table (module docstring); frames ``base_link``, ``link_i``, ``tool``.
+    """
+    URDF text of a DH table (module docstring); frames ``base_link``, ``link_i``, ``tool``.
 
     ``base`` is the placement of DH frame 0 in ``base_link``; ``tool`` an extra fixed
     transform after the last DH frame. Joint offsets shift the URDF zero, so joint value
@@ -150,7 +154,7 @@ SAM_TABLE_1 = ((90, 0, 1.0), (0, 1.5, 0), (0, 1.5, 0), (90, 0, 0), (0, 1.0, 0), 
 
 
 def sam_robot_rows():
-    """The DH rows of SAM Table 1 (all revolute, +-pi limits)."""
+    """Return the DH rows of SAM Table 1 (all revolute, +-pi limits)."""
     return [DHRow(np.radians(al), a, d) for al, a, d in SAM_TABLE_1]
 
 
@@ -179,7 +183,8 @@ def _effector(joints, parent, name, length, direction):
 
 
 def y_shape_urdf(link=0.5):
-    """Buss's Y: a 3-joint trunk splitting into two 2-joint branches; effectors ``e1``, ``e2``.
+    """
+    Buss's Y: a 3-joint trunk splitting into two 2-joint branches; effectors ``e1``, ``e2``.
 
     7 revolute joints and 2 position effectors: J is 6 x 7 (Buss sec. 8, Fig. 1).
     """
@@ -194,7 +199,8 @@ def y_shape_urdf(link=0.5):
 
 
 def double_y_shape_urdf(link=0.4):
-    """Buss's double-Y: trunk of 4, two branches of 2, each splitting into two twigs of 2.
+    """
+    Buss's double-Y: trunk of 4, two branches of 2, each splitting into two twigs of 2.
 
     16 revolute joints and 4 position effectors ``e1``-``e4``: J is 12 x 16 (Buss sec. 8).
     """

@@ -1,4 +1,5 @@
-"""Compiled forward kinematics and frame Jacobians for trees of 1-DoF joints.
+"""
+Compiled forward kinematics and frame Jacobians for trees of 1-DoF joints.
 
 The pinocchio model is the reference; :class:`~ik_control.kinematics.robot_model.RobotModel`
 flattens it into the arrays these kernels take, so that one control tick costs one
@@ -33,8 +34,8 @@ Controlled joints map to tree joints through ``ctrl_index``/``multiplier``/``off
 so that ``J_ctrl[:, k] = sum_j multiplier[j] * J_tree[:, j]`` over ``ctrl_index[j] == k``.
 """
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 JOINT_REVOLUTE = 0
 JOINT_PRISMATIC = 1
@@ -67,7 +68,8 @@ def _compose(A, i, B, k, out, o):
 @njit(cache=True, nogil=True)
 def forward_kinematics(q_tree, parent, placement, axis, kind, frame_joint, frame_placement,
                        base_inv, joint_T, frame_T, tmp):
-    """Placements of every joint (``joint_T``) and every frame (``frame_T``) in the base frame.
+    """
+    Placements of every joint (``joint_T``) and every frame (``frame_T``) in the base frame.
 
     ``parent[j] < j`` (pinocchio's topological order; -1 for the root). ``base_inv`` (1, 4, 4)
     is the inverse placement of the base frame in the model root, applied first so that
@@ -124,7 +126,8 @@ def forward_kinematics(q_tree, parent, placement, axis, kind, frame_joint, frame
 @njit(cache=True, nogil=True)
 def frame_jacobians(joint_T, points, axis, kind, support, ctrl_index, multiplier, row_frame,
                     row_component, out):
-    """Stacked task Jacobian rows w.r.t. the controlled joints (module doc).
+    """
+    Stacked task Jacobian rows w.r.t. the controlled joints (module doc).
 
     Row ``r`` of ``out`` is component ``row_component[r]`` (0-2 linear x,y,z; 3-5 angular)
     of the velocity of point ``points[row_frame[r]]``; ``support[f, j]`` tells whether tree
@@ -190,8 +193,8 @@ def identity_transforms(n):
 #
 # Each array argument of a compiled function costs ~0.12 us to unbox at the call, which
 # would be most of a control tick. The model is therefore packed into ``F`` (float64)
-# and ``I`` (int64), and the per-loop buffers into ``W``; compiled code slices views.
-# Header of ``I``: [nt, ne, nq, m] = tree joints, frames, controlled joints, task rows.
+# and ``IX`` (int64), and the per-loop buffers into ``W``; compiled code slices views.
+# Header of ``IX``: [nt, ne, nq, m] = tree joints, frames, controlled joints, task rows.
 
 HEADER = 4
 
@@ -199,7 +202,8 @@ HEADER = 4
 def pack_model(parent, placement, axis, kind, ctrl_index, multiplier, offset, q_locked,
                frame_joint, frame_placement, base_inv, support, row_frame, row_component, lower,
                upper):
-    """Pack the kinematic tree and the controlled joints' limits into ``(F, I)``.
+    """
+    Pack the kinematic tree and the controlled joints' limits into ``(F, IX)``.
 
     The 4x4 placements come first as one block (joints, frames, base inverse) so that a
     single reshape gives all of them: each reshape in compiled code costs ~25 ns.
@@ -208,16 +212,16 @@ def pack_model(parent, placement, axis, kind, ctrl_index, multiplier, offset, q_
     F = np.concatenate([placement.ravel(), frame_placement.ravel(), base_inv.ravel(),
                         axis.ravel(), multiplier, offset, q_locked, lower,
                         upper]).astype(np.float64)
-    I = np.concatenate([[nt, ne, nq, m], parent, kind, ctrl_index, frame_joint,
+    IX = np.concatenate([[nt, ne, nq, m], parent, kind, ctrl_index, frame_joint,
                         support.astype(np.int64).ravel(), row_frame,
                         row_component]).astype(np.int64)
-    return F, I
+    return F, IX
 
 
 @njit(cache=True, nogil=True)
-def model_views(F, I):
-    """Views of the packed model (the arguments of the kernels above), see :func:`pack_model`."""
-    nt, ne, nq, m = I[0], I[1], I[2], I[3]
+def model_views(F, IX):
+    """Return views of the packed model (the kernels' arguments), see :func:`pack_model`."""
+    nt, ne, nq, m = IX[0], IX[1], IX[2], IX[3]
     blocks = nt + ne + 1
     transforms = F[0:blocks * 16].reshape((blocks, 4, 4))
     placement = transforms[0:nt]
@@ -236,34 +240,34 @@ def model_views(F, I):
     o += nq
     upper = F[o:o + nq]
     k = HEADER
-    parent = I[k:k + nt]
+    parent = IX[k:k + nt]
     k += nt
-    kind = I[k:k + nt]
+    kind = IX[k:k + nt]
     k += nt
-    ctrl_index = I[k:k + nt]
+    ctrl_index = IX[k:k + nt]
     k += nt
-    frame_joint = I[k:k + ne]
+    frame_joint = IX[k:k + ne]
     k += ne
-    support = I[k:k + ne * nt].reshape((ne, nt))
+    support = IX[k:k + ne * nt].reshape((ne, nt))
     k += ne * nt
-    row_frame = I[k:k + m]
+    row_frame = IX[k:k + m]
     k += m
-    row_component = I[k:k + m]
+    row_component = IX[k:k + m]
     return (placement, axis, multiplier, offset, q_locked, frame_placement, base_inv, parent,
             kind, ctrl_index, frame_joint, support, row_frame, row_component, lower, upper)
 
 
 @njit(cache=True, nogil=True)
-def work_size(I):
+def work_size(IX):
     """Length of the work buffer ``W`` for :func:`work_views`."""
-    nt, ne, nq, m = I[0], I[1], I[2], I[3]
+    nt, ne, nq, m = IX[0], IX[1], IX[2], IX[3]
     return (nt + ne + 2) * 16 + nt + ne * 3 + m * nq
 
 
 @njit(cache=True, nogil=True)
-def work_views(I, W):
-    """Views of the work buffer: q_tree, joint_T, frame_T, points, J, tmp."""
-    nt, ne, nq, m = I[0], I[1], I[2], I[3]
+def work_views(IX, W):
+    """Return views of the work buffer: q_tree, joint_T, frame_T, points, J, tmp."""
+    nt, ne, nq, m = IX[0], IX[1], IX[2], IX[3]
     blocks = nt + ne + 2
     transforms = W[0:blocks * 16].reshape((blocks, 4, 4))
     joint_T = transforms[0:nt]
@@ -296,7 +300,11 @@ def kinematics_from_views(model, work, q, use_points, jacobian):
 
 
 @njit(cache=True, nogil=True)
-def update_kinematics(F, I, W, q, use_points, jacobian):
-    """Forward kinematics at ``q`` into ``W``; then the Jacobian at the frame origins, or at
-    the points already stored in ``W`` when ``use_points`` (Buss's alternate Jacobian)."""
-    kinematics_from_views(model_views(F, I), work_views(I, W), q, use_points, jacobian)
+def update_kinematics(F, IX, W, q, use_points, jacobian):
+    """
+    Compute forward kinematics at ``q`` into ``W``, then (optionally) the Jacobian.
+
+    The Jacobian is taken at the frame origins, or at the points already stored in ``W``
+    when ``use_points`` (Buss's alternate Jacobian).
+    """
+    kinematics_from_views(model_views(F, IX), work_views(IX, W), q, use_points, jacobian)

@@ -1,4 +1,5 @@
-"""RobotModel: a pinocchio model, the controlled joints, and the end-effector task rows.
+"""
+RobotModel: a pinocchio model, the controlled joints, and the end-effector task rows.
 
 One object holds everything about the robot that the controller and the solvers need:
 
@@ -20,16 +21,15 @@ from dataclasses import dataclass
 import os
 import xml.etree.ElementTree as ElementTree
 
-import numpy as np
-import pinocchio as pin
-
 from ik_control.kinematics import kernels
 from ik_control.validation import ModelError
+import numpy as np
+import pinocchio as pin
 
 
 @dataclass(frozen=True)
 class EndEffector:
-    """A task frame: ``mode`` is ``'pose'`` (6 rows: linear x y z, angular x y z) or ``'position'``."""
+    """A task frame: ``mode`` ``'pose'`` (6 rows: linear, then angular x y z) or ``'position'``."""
 
     frame: str
     mode: str = 'pose'
@@ -82,7 +82,8 @@ def _mimic_table(xml):
 
 
 class RobotModel:
-    """Kinematic model of the controlled part of a robot (see module docstring).
+    """
+    Kinematic model of the controlled part of a robot (see module docstring).
 
     Attributes (arrays over the controlled joints, in ``joint_names`` order): ``lower``,
     ``upper`` [rad or m], ``velocity_limit`` [rad/s or m/s], ``effort_limit``.
@@ -278,7 +279,8 @@ class RobotModel:
         return 0.5 * (self.lower + self.upper)
 
     def workspace(self, W=None):
-        """Preallocated buffers for allocation-free kinematics (see :class:`KinematicsWorkspace`).
+        """
+        Preallocated buffers for allocation-free kinematics (see :class:`KinematicsWorkspace`).
 
         ``W`` optionally supplies the buffer (a view into a larger one).
         """
@@ -298,7 +300,8 @@ class RobotModel:
         return ws.frame_T.copy()
 
     def jacobian(self, q, points=None):
-        """Stacked task Jacobian (task_dim x nq) at ``q``; ``points`` replaces the frame origins.
+        """
+        Stacked task Jacobian (task_dim x nq) at ``q``; ``points`` replaces the frame origins.
 
         With ``points`` set to the target positions this is Buss's alternate Jacobian.
         """
@@ -307,19 +310,20 @@ class RobotModel:
         return ws.J.copy()
 
     def random_configurations(self, count, rng, margin=0.0):
-        """``count`` configurations uniform inside the limits shrunk by ``margin`` of each range."""
+        """Draw ``count`` configurations uniformly inside the limits shrunk by ``margin``."""
         span = self.upper - self.lower
         lo = self.lower + margin * span
         return lo + rng.random((count, self.nq)) * (1.0 - 2.0 * margin) * span
 
     def pin_frame_placement(self, q, frame):
-        """Reference placement of ``frame`` in the base frame computed by pinocchio (4x4)."""
+        """Return pinocchio's placement of ``frame`` in the base frame (4x4)."""
         fid = self._frame_id(frame)
         pin.framesForwardKinematics(self.pin_model, self.pin_data, self.tree_configuration(q))
         return self.base_inv @ self.pin_data.oMf[fid].homogeneous
 
     def pin_frame_jacobian(self, q, frame):
-        """Reference 6 x nq Jacobian of ``frame`` (LOCAL_WORLD_ALIGNED, base axes) by pinocchio.
+        """
+        Return pinocchio's 6 x nq Jacobian of ``frame`` (LOCAL_WORLD_ALIGNED, base axes).
 
         Chain rule through the mimic coupling: ``J_ctrl = J_tree @ C``.
         """
@@ -336,7 +340,8 @@ class RobotModel:
 
 
 class KinematicsWorkspace:
-    """Buffers for one robot: ``update(q)`` fills ``frame_T`` (placements), ``J`` (task Jacobian).
+    """
+    Buffers for one robot: ``update(q)`` fills ``frame_T`` (placements), ``J`` (task Jacobian).
 
     All buffers are views of one array ``W`` so that compiled code receives the whole
     workspace as a single argument; reusing one workspace per control loop keeps the tick
@@ -355,7 +360,7 @@ class KinematicsWorkspace:
         self.frame_T[:] = np.eye(4)
 
     def update(self, q, points=None, jacobian=True):
-        """Forward kinematics at ``q``, then (optionally) the Jacobian at ``points`` or the origins."""
+        """Compute FK at ``q``, then (optionally) the Jacobian at ``points`` or the origins."""
         m = self.model
         if points is not None:
             self.points[:, :] = points

@@ -1,4 +1,5 @@
-"""Conversions between ROS messages and numpy arrays (allocation-light).
+"""
+Conversions between ROS messages and numpy arrays (allocation-light).
 
 Times are float seconds, positions rad or m, velocities rad/s or m/s.
 Message sequences of ``float64`` are ``array.array('d')`` in rclpy; they are
@@ -65,7 +66,8 @@ def _write(msg, field: str, values) -> None:
 
 def arrays_to_joint_state(names: Sequence[str], position, velocity=None, effort=None,
                           stamp=None, msg: Optional[JointState] = None) -> JointState:
-    """Return (or refill) a ``sensor_msgs/JointState``.
+    """
+    Return (or refill) a ``sensor_msgs/JointState``.
 
     Parameters
     ----------
@@ -97,7 +99,8 @@ def arrays_to_joint_state(names: Sequence[str], position, velocity=None, effort=
 
 
 class JointStateReorder:
-    """Read a ``JointState`` (any joint order, extra joints ignored) into a fixed order.
+    """
+    Read a ``JointState`` (any joint order, extra joints ignored) into a fixed order.
 
     The name-to-index map is cached for the last ``msg.name`` seen, so a
     stream of messages with the same names costs one list comparison and two
@@ -111,7 +114,8 @@ class JointStateReorder:
         self._idx = None
 
     def indices(self, names: Sequence[str]) -> np.ndarray:
-        """Return, for each of :attr:`joint_names`, its index in ``names``.
+        """
+        Return, for each of :attr:`joint_names`, its index in ``names``.
 
         Raises :class:`ValueError` naming the joints that are missing.
         """
@@ -126,7 +130,8 @@ class JointStateReorder:
 
     def __call__(self, msg: JointState, position_out=None, velocity_out=None
                  ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-        """Return ``(position, velocity)`` in :attr:`joint_names` order.
+        """
+        Return ``(position, velocity)`` in :attr:`joint_names` order.
 
         ``velocity`` is None when the message has no velocities. Raises
         :class:`ValueError` for missing joints, a position/velocity array
@@ -150,7 +155,8 @@ class JointStateReorder:
 
 
 class JointTrajectoryArrays(NamedTuple):
-    """A ``JointTrajectory`` as arrays.
+    """
+    A ``JointTrajectory`` as arrays.
 
     ``times`` [s] shape (N,), ``positions`` shape (N, m), ``velocities`` shape
     (N, m) or None, ``start_time`` = header stamp [s] (0 = now).
@@ -164,7 +170,8 @@ class JointTrajectoryArrays(NamedTuple):
 
 
 def joint_trajectory_to_arrays(msg: JointTrajectory) -> JointTrajectoryArrays:
-    """Convert a ``trajectory_msgs/JointTrajectory`` into :class:`JointTrajectoryArrays`.
+    """
+    Convert a ``trajectory_msgs/JointTrajectory`` into :class:`JointTrajectoryArrays`.
 
     Accelerations and efforts are ignored. Raises :class:`ValueError` when a
     point's positions do not match ``joint_names`` in length, or when
@@ -201,7 +208,8 @@ def joint_trajectory_to_arrays(msg: JointTrajectory) -> JointTrajectoryArrays:
 def arrays_to_joint_trajectory(joint_names: Sequence[str], times, positions,
                                velocities=None, stamp=0.0, frame_id: str = '',
                                msg: Optional[JointTrajectory] = None) -> JointTrajectory:
-    """Return (or refill) a ``trajectory_msgs/JointTrajectory``.
+    """
+    Return (or refill) a ``trajectory_msgs/JointTrajectory``.
 
     Parameters
     ----------

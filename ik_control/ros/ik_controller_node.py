@@ -1,4 +1,5 @@
-"""``ik_controller``: follows Cartesian goals with resolved-motion-rate control.
+"""
+``ik_controller``: follows Cartesian goals with resolved-motion-rate control.
 
 Topics (``E`` is each frame in ``end_effectors``):
 
@@ -23,6 +24,14 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from ik_control.control import status as status_mod
+from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.ik.solver import SolverConfig
+from ik_control.kinematics import RobotModel
+from ik_control.ros.conversions import sec_to_duration, time_to_sec
+from ik_control.ros.parameters import declare_all, in_range, Param, run_node, StartupError
+from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
+                                   unit_quaternion)
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
@@ -32,15 +41,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-
-from ik_control.control import status as status_mod
-from ik_control.control.controller import ControllerConfig, ResolvedRateController
-from ik_control.ik.solver import SolverConfig
-from ik_control.kinematics import RobotModel
-from ik_control.ros.conversions import sec_to_duration, time_to_sec
-from ik_control.ros.parameters import Param, StartupError, declare_all, in_range, run_node
-from ik_control.validation import (IkControlError, InputError, finite_vector,
-                                   quaternion_to_matrix, unit_quaternion)
 
 NODE_NAME = 'ik_controller'
 _S = SolverConfig()
@@ -121,7 +121,7 @@ PARAMETERS = {
 
 
 def controller_config(values):
-    """ControllerConfig from parameter values (raises InputError on bad combinations)."""
+    """Build the ControllerConfig from parameter values (raises InputError on bad combinations)."""
     solver = SolverConfig(
         method=values['solver.method'], damping=values['solver.damping'],
         adaptive_damping=values['solver.adaptive_damping'],
@@ -148,7 +148,7 @@ def controller_config(values):
 
 
 def load_model(values):
-    """RobotModel from the robot parameters; StartupError with a clear message on failure."""
+    """Load the RobotModel from the robot parameters (StartupError with a clear message)."""
     urdf = values['robot_description'] or values['urdf_path']
     ees = values['end_effectors']
     if not ees:
@@ -395,4 +395,3 @@ def main(args=None):
 
 if __name__ == '__main__':
     main()
-

@@ -1,4 +1,5 @@
-"""Declared ROS parameters from one table per node, and the nodes' common ``main``.
+"""
+Declared ROS parameters from one table per node, and the nodes' common ``main``.
 
 Each entry of a table is a :class:`Param`: default (which fixes the type), description
 with units, optional numeric range, and whether it may change at run time. Out-of-range
@@ -35,7 +36,7 @@ class Param:
 
 
 def descriptor(name, param):
-    """ParameterDescriptor with the description, range and read-only flag of ``param``."""
+    """Return a ParameterDescriptor with the description, range and read-only flag of ``param``."""
     d = ParameterDescriptor(name=name, description=param.description,
                             read_only=not param.dynamic)
     if param.lo is not None:
@@ -49,7 +50,8 @@ def descriptor(name, param):
 
 
 def declare_all(node, table):
-    """Declare every parameter of ``table`` on ``node``; returns ``{name: value}``.
+    """
+    Declare every parameter of ``table`` on ``node``; returns ``{name: value}``.
 
     Array parameters default to empty (``Parameter.Type.*_ARRAY`` as default); their value
     is returned as a list.
@@ -90,7 +92,8 @@ def make_executor(kind):
 
 
 def run_node(name, factory, args=None, executor='single_threaded'):
-    """Init rclpy, build the node with ``factory()``, spin until shutdown; returns exit code.
+    """
+    Init rclpy, build the node with ``factory()``, spin until shutdown; returns exit code.
 
     A :class:`StartupError` is printed as one line on stderr and gives exit status 2.
     ``executor`` may be a callable taking the node and returning the executor kind.

@@ -1,4 +1,5 @@
-"""``sim_robot``: an embedded simulated robot behind a joint_trajectory_controller interface.
+"""
+``sim_robot``: an embedded simulated robot behind a joint_trajectory_controller interface.
 
 Subscribes ``trajectory_msgs/JointTrajectory`` on ``trajectory_topic`` with
 ros2_control joint_trajectory_controller semantics (a new message replaces the
@@ -80,7 +81,8 @@ PARAMETERS = {
 
 
 class SimRobotNode(Node):
-    """ROS wrapper of a :class:`ik_control.sim.SimRobot`.
+    """
+    ROS wrapper of a :class:`ik_control.sim.SimRobot`.
 
     Raises :class:`StartupError` for invalid parameters (the node is destroyed
     before the exception propagates).
@@ -168,7 +170,7 @@ class SimRobotNode(Node):
 
     @property
     def joint_names(self) -> List[str]:
-        """Simulated joints, the order of ``joint_states``."""
+        """Return the simulated joints, the order of ``joint_states``."""
         return list(self.sim.joint_names)
 
     def _on_tick(self) -> None:

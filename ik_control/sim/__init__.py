@@ -1,4 +1,5 @@
-"""Embedded simulated robot obeying joint_trajectory_controller semantics.
+"""
+Embedded simulated robot obeying joint_trajectory_controller semantics.
 
 ROS-free: numpy (and MuJoCo for the physics backend). The ROS node wrapping it
 is :mod:`ik_control.ros.sim_robot_node`.

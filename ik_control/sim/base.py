@@ -1,4 +1,5 @@
-"""Common interface of the embedded simulated robots.
+"""
+Common interface of the embedded simulated robots.
 
 A simulated robot owns a :class:`~ik_control.sim.trajectory.JointTrajectorySampler`
 (the joint_trajectory_controller it obeys) and a joint state. ``step(t)``
@@ -24,7 +25,8 @@ def default_initial_positions(lower, upper) -> np.ndarray:
 
 
 class SimRobot:
-    """Base class: a robot whose joints track a JTC-style trajectory.
+    """
+    Base class: a robot whose joints track a JTC-style trajectory.
 
     Subclasses set, in their constructor, ``self._names`` (tuple of joint
     names), ``self._position`` and ``self._velocity`` (float arrays of shape
@@ -64,7 +66,8 @@ class SimRobot:
     def set_trajectory(self, joint_names: Sequence[str], times_from_start,
                        positions, velocities=None, start_time: float = 0.0,
                        now: Optional[float] = None) -> None:
-        """Replace the active trajectory (see :meth:`JointTrajectorySampler.set_trajectory`).
+        """
+        Replace the active trajectory (see :meth:`JointTrajectorySampler.set_trajectory`).
 
         ``now`` [s] defaults to :attr:`time`; the robot's current position and
         velocity are the implicit point 0. Raises :class:`ValueError` for an

@@ -10,7 +10,8 @@ __all__ = ['KinematicSim']
 
 
 class KinematicSim(SimRobot):
-    r"""Joints that follow the trajectory setpoint kinematically, inside their limits.
+    r"""
+    Joints that follow the trajectory setpoint kinematically, inside their limits.
 
     With :math:`q_d(t)` the sampled setpoint clipped into the joint limits
     :math:`[q_{lo}, q_{hi}]`:
@@ -72,7 +73,8 @@ class KinematicSim(SimRobot):
         self.sampler = JointTrajectorySampler(self._names, q0, t0=self._time)
 
     def step(self, t: float) -> None:
-        """Advance to time ``t`` [s].
+        """
+        Advance to time ``t`` [s].
 
         A ``t`` not after :attr:`time` does nothing, except for a backward jump
         larger than :attr:`clock_reset_threshold` (a clock reset).

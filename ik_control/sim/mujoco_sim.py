@@ -1,4 +1,5 @@
-r"""MuJoCo physics simulated robot with position servos tracking the JTC setpoint.
+r"""
+MuJoCo physics simulated robot with position servos tracking the JTC setpoint.
 
 The URDF is loaded by MuJoCo's own URDF importer (``mujoco.MjSpec.from_string``)
 after its ``<visual>`` and ``<collision>`` elements are removed: the simulator
@@ -47,7 +48,8 @@ def _integrator(mujoco):
 
 
 class MujocoSim(SimRobot):
-    """Physics simulation of a URDF robot whose joints track a trajectory setpoint.
+    """
+    Physics simulation of a URDF robot whose joints track a trajectory setpoint.
 
     Parameters
     ----------
@@ -195,7 +197,8 @@ class MujocoSim(SimRobot):
         return self._dt
 
     def step(self, t: float) -> None:
-        """Advance the physics to time ``t`` [s] in whole timesteps.
+        """
+        Advance the physics to time ``t`` [s] in whole timesteps.
 
         Each substep samples the setpoint at the end of the substep and sets
         it as the position actuators' target (MuJoCo clamps it into the joint

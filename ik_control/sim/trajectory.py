@@ -1,4 +1,5 @@
-"""Joint trajectory sampling with ros2_control joint_trajectory_controller semantics.
+"""
+Joint trajectory sampling with ros2_control joint_trajectory_controller semantics.
 
 The embedded robot obeys the same rules as ros2_control's
 ``joint_trajectory_controller`` (JTC) receiving a ``trajectory_msgs/JointTrajectory``
@@ -38,7 +39,8 @@ __all__ = ['JointTrajectorySampler']
 
 
 class JointTrajectorySampler:
-    r"""Setpoint generator for one active joint trajectory.
+    r"""
+    Setpoint generator for one active joint trajectory.
 
     The active trajectory is stored in the full joint order (``n`` joints) as
     knots :math:`(T_k, p_k, v_k)`, :math:`k = 0..K-1`, with absolute times
@@ -117,7 +119,8 @@ class JointTrajectorySampler:
 
     @property
     def times(self) -> np.ndarray:
-        """Knot times relative to :attr:`start_time` [s], shape (K,).
+        """
+        Knot times relative to :attr:`start_time` [s], shape (K,).
 
         Includes the implicit point 0 (the state at receipt) when present; its
         relative time is ``received_time - start_time`` (<= 0).
@@ -161,7 +164,8 @@ class JointTrajectorySampler:
                        positions, velocities=None, start_time: float = 0.0,
                        now: float = 0.0, current_position=None,
                        current_velocity=None) -> None:
-        """Validate a trajectory and make it the active one (JTC replacement).
+        """
+        Validate a trajectory and make it the active one (JTC replacement).
 
         Parameters
         ----------
@@ -226,7 +230,8 @@ class JointTrajectorySampler:
         self._active = tuple(self._names[i] for i in idx)
 
     def sample(self, t: float) -> Tuple[np.ndarray, np.ndarray]:
-        r"""Return the setpoint ``(q, qd)`` at time ``t`` [s] in full joint order.
+        r"""
+        Return the setpoint ``(q, qd)`` at time ``t`` [s] in full joint order.
 
         The returned arrays are internal buffers, overwritten by the next call:
         copy them to keep them. Cost: one small matrix product

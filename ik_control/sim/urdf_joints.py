@@ -1,4 +1,5 @@
-"""Minimal URDF joint table for the simulated robot (names, types, limits, mimic).
+"""
+Minimal URDF joint table for the simulated robot (names, types, limits, mimic).
 
 Parsed with :mod:`xml.etree.ElementTree`, in document order, so the simulator
 does not depend on a kinematics library. Units: rad (revolute, continuous) and
@@ -53,7 +54,8 @@ def _float(elem: Optional[ElementTree.Element], attr: str, default: float) -> fl
 
 
 def parse_urdf_joints(urdf_xml: str) -> List[UrdfJoint]:
-    """Return every ``<joint>`` of the URDF in document order.
+    """
+    Return every ``<joint>`` of the URDF in document order.
 
     Revolute and prismatic limits come from ``<limit lower upper>`` (URDF
     defaults 0); continuous joints get (-inf, inf). Raises :class:`ValueError`
@@ -94,7 +96,8 @@ def movable_joint_names(joints: Sequence[UrdfJoint]) -> List[str]:
 
 def select_joints(joints: Sequence[UrdfJoint], names: Sequence[str]
                   ) -> Tuple[List[str], List[float], List[float]]:
-    """Return ``(names, lower, upper)`` for the requested joints (all movable if empty).
+    """
+    Return ``(names, lower, upper)`` for the requested joints (all movable if empty).
 
     Raises :class:`ValueError` for unknown, duplicate, fixed, mimic or
     unsupported (floating, planar) joints.
@@ -121,7 +124,8 @@ def select_joints(joints: Sequence[UrdfJoint], names: Sequence[str]
 
 
 def strip_geometry(urdf_xml: str) -> str:
-    """Return the URDF without ``<visual>`` and ``<collision>`` elements.
+    """
+    Return the URDF without ``<visual>`` and ``<collision>`` elements.
 
     The simulator needs only the kinematic tree and inertias; dropping the
     geometry avoids loading meshes (``package://`` URIs) and contacts.
