@@ -47,8 +47,7 @@ def _python_files(top):
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory):
-    if _colcon() is None:
-        pytest.skip('colcon is not installed')
+    assert _colcon() is not None, 'colcon is missing: it is in requirements.txt'
     ws = tmp_path_factory.mktemp('colcon_ws')
     shutil.copytree(ROOT, ws / 'src' / PACKAGE, ignore=_ignore)
     return ws

@@ -1,6 +1,5 @@
 """Tests of the ROS-free simulated robot: trajectory sampler, kinematic and MuJoCo sims."""
 
-import os
 import time
 
 from hypothesis import given, HealthCheck, settings
@@ -384,10 +383,6 @@ def test_mujoco_rejects_bad_urdf():
         MujocoSim(three_joint_urdf(), initial_positions=[0.0])
 
 
-wam = pytest.mark.skipif(not os.path.exists(WAM_URDF_PATH), reason='urdf/wam.urdf missing')
-
-
-@wam
 @pytest.mark.parametrize('gravity_compensation', [True, False])
 def test_mujoco_wam_tracks_step_setpoint(gravity_compensation):
     with open(WAM_URDF_PATH) as f:
@@ -400,7 +395,6 @@ def test_mujoco_wam_tracks_step_setpoint(gravity_compensation):
     np.testing.assert_allclose(sim.position, target, atol=1e-2)
 
 
-@wam
 def test_mujoco_wam_step_cost(capsys):
     with open(WAM_URDF_PATH) as f:
         sim = MujocoSim(f.read())

@@ -15,13 +15,16 @@ Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i
 4. :func:`~ik_control.control.limits.limit_velocity` (velocity, braking before position
    bounds, acceleration, position clip) and ``q_c += v_c dt``.
 
-Without joint states for ``joint_state_timeout`` the controller stops: it decelerates
-within the acceleration limits from its own commanded state, then commands nothing until
-states return (``STALE_STATE``).
+Without joint states for ``joint_state_timeout`` the controller stops commanding motion:
+its last command is a stop trajectory that brakes every joint at its acceleration limit
+from the commanded state (``q(t) = q + v t - a sign(v) t^2 / 2`` until ``t = |v| / a``),
+then it commands nothing until states return (``STALE_STATE``); it resumes from the
+measured state, at rest.
 """
 
 from dataclasses import dataclass, field, replace
 import math
+from typing import NamedTuple
 
 from ik_control.control import limits as limits_mod
 from ik_control.control.status import Status
@@ -30,6 +33,19 @@ from ik_control.validation import finite_vector, InputError, quaternion_to_matri
 import numpy as np
 
 MODE_HOLD, MODE_POSE, MODE_TWIST = 0, 1, 2
+STOP_SAMPLE_PERIOD = 0.01  # spacing of the points of a stop trajectory [s]
+UNREACHABLE_PROGRESS = 1e-3  # error decrease that counts as progress to a goal [m]
+STILL_SPEED = 0.01  # joint speed below which the arm counts as at rest [rad/s]
+MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
+BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
+
+
+class Command(NamedTuple):
+    """Joint command: positions and velocities (k, n) at ``times`` (k,) [s] from now."""
+
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
 
 
 @dataclass
@@ -44,7 +60,7 @@ class ControllerConfig:
     position_margin: float = 0.02           # kept from each joint limit [rad or m]
     velocity_scale: float = 1.0             # fraction of the URDF velocity limits [-]
     max_velocity: tuple = ()                # per-joint override [rad/s]; empty = URDF
-    max_acceleration: tuple = (5.0,)        # one value or one per joint [rad/s^2]
+    max_acceleration: tuple = (10.0,)       # one value or one per joint [rad/s^2]
     goal_position_tolerance: float = 1e-3   # goal reached within [m]
     goal_orientation_tolerance: float = 1e-2  # goal reached within [rad]
     unreachable_time: float = 0.5           # far from target and still this long [s]
@@ -92,6 +108,7 @@ class ResolvedRateController:
         self.v_cmd = np.zeros(n)
         self._v_des = np.zeros(n)
         self._v_out = np.zeros(n)
+        self._command = Command(np.array([self.dt]), self.q_cmd[None, :], self.v_cmd[None, :])
         self.initialized = False
         self.mode = np.zeros(ne, dtype=np.int64)
         self.targets = np.tile(np.eye(4), (ne, 1, 1))   # goal or virtual target per effector
@@ -99,11 +116,14 @@ class ResolvedRateController:
         self.twist = np.zeros((ne, 6))
         self.twist_time = np.full(ne, -math.inf)
         self.goal_reached = np.zeros(ne, dtype=bool)
+        self.parked = np.zeros(ne, dtype=bool)   # unreachable goal: holding the closest pose
         self.status = Status.NO_STATE
         self.holding = False
         self._bad_input_time = -math.inf
+        self._last_tick = -math.inf
         self._reseed_time = -math.inf
-        self._unreachable_since = np.full(ne, math.inf)
+        self._best_error = np.full(ne, math.inf)
+        self._best_time = np.full(ne, math.inf)
         self.last_refusal = ''
         self.reseeds = 0
         self._name_cache = (None, None)
@@ -187,7 +207,8 @@ class ResolvedRateController:
         self.targets[i] = T
         self.mode[i] = MODE_POSE
         self.goal_reached[i] = False
-        self._unreachable_since[i] = math.inf
+        self.parked[i] = False
+        self._best_error[i] = math.inf
         self.solver.reset_targets()
 
     def set_twist_target(self, frame, linear, angular, now):
@@ -201,6 +222,7 @@ class ResolvedRateController:
         self.twist[i, 3:] = w
         self.twist_time[i] = now
         self.mode[i] = MODE_TWIST
+        self.parked[i] = False
         self.goal_reached[i] = False
 
     def hold(self):
@@ -218,6 +240,7 @@ class ResolvedRateController:
         self.solver.ws.update(self.q_cmd, jacobian=False)
         self.targets[:] = self.solver.ws.frame_T
         self.mode[:] = MODE_HOLD
+        self.parked[:] = False
         self.twist[:] = 0.0
 
     def _initialize(self):
@@ -227,8 +250,15 @@ class ResolvedRateController:
         self.initialized = True
 
     def _advance_twists(self, now):
-        """Integrate the virtual targets of effectors in velocity mode; feed-forward target."""
-        dt, k = self.dt, self.config.gain
+        """
+        Integrate the virtual targets of effectors in velocity mode; feed-forward target.
+
+        The virtual target moves with the time actually elapsed since the last tick (at
+        most ``MAX_TWIST_STEP``), so a late tick does not slow the commanded twist.
+        """
+        dt = min(max(now - self._last_tick, 0.0), MAX_TWIST_STEP)
+        self._last_tick = now
+        k = self.config.gain
         self._solver_targets[:] = self.targets
         status = Status.NONE
         for i in np.flatnonzero(self.mode == MODE_TWIST):
@@ -254,10 +284,11 @@ class ResolvedRateController:
 
     def update(self, now):
         """
-        One control tick at time ``now`` [s]; returns ``(q, v)`` to command, or None.
+        Run one control tick at time ``now`` [s]; return the :class:`Command`, or None.
 
-        ``q`` is where the joints should be one tick from now and ``v`` the velocity there;
-        both are views the next tick overwrites.
+        Normally one point: where the joints should be one tick from now and the velocity
+        there (views that the next tick overwrites); after joint states go stale, once, the
+        stop trajectory; None while there is nothing to command.
         """
         cfg = self.config
         status = Status.NONE
@@ -266,13 +297,11 @@ class ResolvedRateController:
         if self.q_meas is None:
             self.status = status | Status.NO_STATE
             return None
-        stale = now - self.state_time > cfg.joint_state_timeout
-        if stale:
-            status |= Status.STALE_STATE
+        if now - self.state_time > cfg.joint_state_timeout:
+            self.status = status | Status.STALE_STATE
             if not self.initialized or not np.any(self.v_cmd):
-                self.status = status
                 return None
-            self._v_des[:] = 0.0
+            return self._stop_trajectory()
         else:
             if not self.initialized:
                 self._initialize()
@@ -287,7 +316,7 @@ class ResolvedRateController:
                 self.solver.ws.update(self.q_cmd, jacobian=False)
             else:
                 status |= self._advance_twists(now)
-                dq = self.solver.step(self.q_cmd, self._solver_targets)
+                dq = self._solve_within_bounds()
                 np.multiply(dq, cfg.rate_hz, out=self._v_des)
                 info = self.solver.info
                 if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
@@ -307,25 +336,74 @@ class ResolvedRateController:
             status |= Status.ACCELERATION_LIMITED
         self.v_cmd[:] = self._v_out
         self.q_cmd += self.v_cmd * self.dt
-        if not stale and not self.holding:
+        if not self.holding:
             status |= self._goal_bookkeeping(now)
         self.status = status
-        return self.q_cmd, self.v_cmd
+        return self._command
+
+    def _solve_within_bounds(self):
+        """
+        Solve the step; re-solve without the joints it pushes against their bounds.
+
+        A joint at its bound (within ``BOUND_BAND`` of ``limit - margin``) that the step
+        moves outward is frozen (its Jacobian column removed) and the task is solved again
+        with the other joints, at most twice (Baerlocher & Boulic's clamping loop).
+        Otherwise the limiter would clip that joint every tick while the solution keeps
+        relying on it, and the arm would drift along its self-motion.
+        """
+        solver, q = self.solver, self.q_cmd
+        solver.active[:] = 1.0
+        dq = solver.step(q, self._solver_targets)
+        lo = self.model.lower + (self.config.position_margin + BOUND_BAND)
+        hi = self.model.upper - (self.config.position_margin + BOUND_BAND)
+        for _ in range(2):
+            pushing = ((q >= hi) & (dq > 0.0)) | ((q <= lo) & (dq < 0.0))
+            if not pushing.any():
+                break
+            solver.active[pushing] = 0.0
+            dq = solver.step(q, self._solver_targets)
+        return dq
+
+    def _stop_trajectory(self):
+        """Brake every joint at its acceleration limit (module docstring); command at rest."""
+        q0, v0, a = self.q_cmd, self.v_cmd, self.a_max
+        t_stop = np.abs(v0) / a
+        horizon = max(float(t_stop.max()), self.dt)
+        count = max(1, int(math.ceil(horizon / STOP_SAMPLE_PERIOD)))
+        times = horizon * np.arange(1, count + 1) / count
+        t = np.minimum(times[:, None], t_stop[None, :])
+        decel = np.sign(v0) * a
+        positions = q0 + v0 * t - 0.5 * decel * t * t
+        velocities = v0 - decel * t
+        velocities[times[:, None] >= t_stop[None, :]] = 0.0
+        np.clip(positions, self.model.lower, self.model.upper, out=positions)
+        self.q_cmd[:] = positions[-1]
+        self.v_cmd[:] = 0.0
+        return Command(times, positions, velocities)
 
     def _goal_bookkeeping(self, now):
-        """Goal reached per effector; unreachable = far from target while the arm is still."""
+        """
+        Set goal reached per effector, and flag targets the effectors make no progress to.
+
+        Unreachable: a pose goal not reached whose position error has not fallen by
+        ``UNREACHABLE_PROGRESS`` for ``unreachable_time`` seconds, the arm at rest (every
+        joint slower than ``STILL_SPEED``): it holds the closest pose it found.
+        """
         cfg = self.config
         err_p, err_r = self.solver.err_pos, self.solver.err_rot
         close = (err_p <= cfg.goal_position_tolerance) & (err_r <= cfg.goal_orientation_tolerance)
-        self.goal_reached[:] = close & (self.mode == MODE_POSE)
-        still = np.max(np.abs(self.v_cmd)) < 1e-3
-        far = ~close & (self.mode == MODE_POSE)
-        self._unreachable_since[~far] = math.inf
-        self._unreachable_since[far & np.isinf(self._unreachable_since) & still] = now
-        self._unreachable_since[far & ~still] = math.inf
-        if np.any(now - self._unreachable_since >= cfg.unreachable_time):
-            return Status.TARGET_UNREACHABLE
-        return Status.NONE
+        pose = self.mode == MODE_POSE
+        self.goal_reached[:] = close & pose & ~self.parked
+        progress = err_p < self._best_error - UNREACHABLE_PROGRESS
+        self._best_error[progress] = err_p[progress]
+        self._best_time[progress] = now
+        stuck = pose & ~close & ~self.parked & (now - self._best_time >= cfg.unreachable_time)
+        if stuck.any() and np.max(np.abs(self.v_cmd)) < STILL_SPEED:
+            # hold the closest pose found: its own placement becomes the target, so the
+            # slow drift of damped least squares along the singular direction stops
+            self.targets[stuck] = self.solver.frame_T[stuck]
+            self.parked |= stuck
+        return Status.TARGET_UNREACHABLE if self.parked.any() else Status.NONE
 
     # ------------------------------------------------------------------ reporting
     def tracking_errors(self):

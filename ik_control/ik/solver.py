@@ -120,7 +120,7 @@ INFO_SIGMA_MIN, INFO_LAMBDA2, INFO_STEP_CLAMPED, INFO_ERROR_CLAMPED, INFO_SIZE =
 def buffer_size(IX):
     """Length of the solver buffer ``B`` (see :func:`buffer_views`)."""
     ne, nq, m = IX[1], IX[2], IX[3]
-    return P_SIZE + 2 * kernels.work_size(IX) + m * m + 3 * m + 5 * nq + 4 * ne + INFO_SIZE + 9
+    return P_SIZE + 2 * kernels.work_size(IX) + m * m + 3 * m + 6 * nq + 4 * ne + INFO_SIZE + 9
 
 
 @njit(cache=True, nogil=True)
@@ -129,8 +129,9 @@ def buffer_views(IX, B):
     Return views of the solver buffer ``B``.
 
     In order: P (configuration), W (kinematics workspace), dq, L, e, wm, wm2, wn, wn2, z,
-    dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3 and W2 (a second kinematics
-    workspace, for the manipulability gradient).
+    dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3, W2 (a second kinematics
+    workspace, for the manipulability gradient) and active (1 for a joint the step may
+    move, 0 for one held where it is).
     """
     ne, nq, m = IX[1], IX[2], IX[3]
     ws = kernels.work_size(IX)
@@ -169,8 +170,10 @@ def buffer_views(IX, B):
     err_rot = B[o:o + ne]
     o += ne
     info = B[o:o + INFO_SIZE]
+    o += INFO_SIZE
+    active = B[o:o + nq]
     return (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info,
-            R3, W2)
+            R3, W2, active)
 
 
 @njit(cache=True, nogil=True)
@@ -216,7 +219,7 @@ def solve_step(F, IX, B, q, targets):
     (with ``dq`` zeroed) when ``q`` or ``targets`` holds NaN or infinite values.
     """
     (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3,
-     W2) = buffer_views(IX, B)
+     W2, active) = buffer_views(IX, B)
     work = kernels.work_views(IX, W)
     q_tree, joint_T, frame_T, points, J, tmp = work
     model = kernels.model_views(F, IX)
@@ -232,6 +235,10 @@ def solve_step(F, IX, B, q, targets):
             points[f, 1] = targets[f, 1, 3]
             points[f, 2] = targets[f, 2, 3]
     kernels.kinematics_from_views(model, work, q, alternate, True)
+    for k in range(q.shape[0]):
+        if active[k] == 0.0:
+            for r in range(m):
+                J[r, k] = 0.0
 
     # 2. error per effector, weighted rotation rows
     mode = int(P[P_ERROR_MODE])
@@ -334,6 +341,8 @@ def solve_step(F, IX, B, q, targets):
             _manipulability_gradient(F, IX, W2, q, wm2, wn, L)
             for i in range(nq):
                 z[i] += m_gain * wn[i]
+        for i in range(nq):
+            z[i] *= active[i]
         nullspace.project_nullspace(J, L, z, dq_ns, wm, wn2)
         for i in range(nq):
             dq[i] += dq_ns[i]
@@ -360,6 +369,8 @@ class VelocitySolver:
         views = buffer_views(model.packed_i, self.B)
         self.P, W, self.dq = views[0:3]
         self.dmax, self.prev_dist, self.err_pos, self.err_rot, self.info = views[11:16]
+        self.active = views[18]
+        self.active[:] = 1.0
         self.ws = model.workspace(W)
         self._q_shape = (model.nq,)
         self._t_shape = (len(model.end_effectors), 4, 4)

@@ -82,8 +82,8 @@ PARAMETERS = {
     'solver.adaptive_damping': Param(_S.adaptive_damping, 'Raise damping as the smallest '
                                      'singular value falls below singular_epsilon.',
                                      dynamic=True),
-    'solver.damping_max': Param(_S.damping_max, 'Damping added at a singularity [m].', 0.0,
-                                10.0, True),
+    'solver.damping_max': Param(0.2, 'Damping added at a singularity [m].', 0.0, 10.0,
+                                True),
     'solver.singular_epsilon': Param(_S.singular_epsilon, 'Smallest singular value below '
                                      'which damping grows [m/rad].', 1e-6, 10.0, True),
     'solver.clamp_error': Param(0.1, "ClampMag D_max on each effector's position error "
@@ -110,8 +110,8 @@ PARAMETERS = {
                                    'limits used [-].', 0.001, 1.0, True),
     'limits.max_velocity': Param(_ARR_DBL, 'Joint velocity limits, one or one per joint; '
                                            'empty = URDF limits [rad/s].', dynamic=True),
-    'limits.max_acceleration': Param([5.0], 'Joint acceleration limits, one or one per '
-                                            'joint [rad/s^2].', dynamic=True),
+    'limits.max_acceleration': Param([10.0], 'Joint acceleration limits, one or one per '
+                                             'joint [rad/s^2].', dynamic=True),
     'goal.position_tolerance': Param(_C.goal_position_tolerance, 'goal_reached within '
                                      'this position error [m].', 1e-6, 1.0, True),
     'goal.orientation_tolerance': Param(_C.goal_orientation_tolerance, 'goal_reached '
@@ -332,17 +332,24 @@ class IkControllerNode(Node):
     # ------------------------------------------------------------------ the loop
     def _tick(self):
         t0 = time.perf_counter()
-        out = self.controller.update(self._now())
-        if out is not None:
-            q, v = out
-            point = self._traj.points[0]
-            point.positions = q.tolist()
-            point.velocities = v.tolist()
-            self._out.publish(self._traj)
+        command = self.controller.update(self._now())
+        if command is not None:
+            self._publish_command(command)
         if np.any(self.controller.goal_reached != self._last_goal):
             self._publish_goal()
         self._tick_times[self._tick_count % self._tick_times.size] = time.perf_counter() - t0
         self._tick_count += 1
+
+    def _publish_command(self, command):
+        points = self._traj.points
+        if len(points) != len(command.times):
+            points = [JointTrajectoryPoint() for _ in command.times]
+            self._traj.points = points
+        for point, t, q, v in zip(points, command.times, command.positions, command.velocities):
+            sec_to_duration(t, point.time_from_start)
+            point.positions = q.tolist()
+            point.velocities = v.tolist()
+        self._out.publish(self._traj)
 
     def _publish_goal(self, force=False):
         reached = self.controller.goal_reached

@@ -1,0 +1,301 @@
+"""
+Builders of the launch descriptions in ``launch/``, shared by the bringup launch files.
+
+Why here and not in a ``launch/_common.py``: a launch file is executed from the
+installed ``share/ik_control/launch`` directory, where a sibling module could only be
+imported by editing ``sys.path``; ``ik_control`` itself is installed on the Python path
+(``colcon build`` with or without ``--symlink-install``, or ``pip install -e .``), so
+``from ik_control.launch_util import ...`` works wherever the launch files do.
+
+``launch`` and ``launch_ros`` exist only in a ROS installation: they are imported inside
+the functions that build launch actions, never at module import, so the rest of this
+module (URDF and parameter-file helpers) works, and is tested, without them.
+
+* :func:`bringup_description`: ``wam.launch.py`` and ``simon.launch.py`` (arguments
+  ``sim``, ``backend``, ``rate_hz``).
+* :func:`gazebo_description`: ``gazebo.launch.py`` (argument ``robot``).
+"""
+
+from xml.etree import ElementTree
+
+from ik_control.robots import data_path, PACKAGE, share_directory
+
+FIND_PACKAGE = '$(find ' + PACKAGE + ')'
+CONTROLLER = 'ik_controller'
+SIM_ROBOT = 'sim_robot'
+TRUE_VALUES = ('true', '1', 'yes', 'on')
+FALSE_VALUES = ('false', '0', 'no', 'off')
+
+# ros_gz_sim's world, started running (-r) with little console output (-v 1).
+GZ_ARGS = '-r -v 1 empty.sdf'
+# Gazebo clock -> ROS /clock, for use_sim_time (ros_gz_bridge syntax ROS_TYPE[GZ_TYPE).
+CLOCK_BRIDGE = '/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock'
+
+
+# ---------------------------------------------------------------------- plain helpers
+def package_file(relative):
+    """Return the path of ``relative`` (e.g. ``config/wam.yaml``) in the package share."""
+    return data_path(*relative.split('/'))
+
+
+def read_text(path):
+    """Return the contents of the text file ``path``."""
+    with open(path, encoding='utf-8') as f:
+        return f.read()
+
+
+def resolve_find(urdf_xml, share=None):
+    """
+    Return ``urdf_xml`` with ``$(find ik_control)`` replaced by the package share path.
+
+    The URDFs are plain URDF, not xacro; their only xacro-style text is the
+    ``<parameters>$(find ik_control)/config/..._controllers.yaml</parameters>`` of the
+    gz_ros2_control plugin, which gz_ros2_control passes on verbatim as a file name.
+    Replacing it here is what ``xacro`` would do for this expression, without making
+    xacro a run-time dependency. robot_state_publisher ignores the ``<gazebo>`` block,
+    so the bringups give it the file unchanged.
+    """
+    return urdf_xml.replace(FIND_PACKAGE, share or share_directory())
+
+
+def root_link(urdf_xml):
+    """Return the name of the root link of ``urdf_xml`` (the link that is no joint's child)."""
+    robot = ElementTree.fromstring(urdf_xml)
+    children = {j.find('child').get('link') for j in robot.findall('joint')}
+    roots = [link.get('name') for link in robot.findall('link')
+             if link.get('name') not in children]
+    if len(roots) != 1:
+        raise ValueError(f'the URDF must have exactly one root link, not {roots}')
+    return roots[0]
+
+
+def fix_to_world(urdf_xml, world='world'):
+    """
+    Return ``urdf_xml`` with its root link bolted to a ``world`` link by a fixed joint.
+
+    Gazebo treats a URDF whose root link is ``world`` as fixed to the ground; without
+    it the base of the arm would be a free body that tips over when the arm swings.
+    A URDF that already has a ``world`` link is returned unchanged.
+    """
+    root = root_link(urdf_xml)
+    if root == world:
+        return urdf_xml
+    end = urdf_xml.rfind('</robot>')
+    if end < 0:
+        raise ValueError('the URDF has no closing </robot> tag')
+    joint = (f'  <link name="{world}"/>\n'
+             f'  <joint name="{world}_to_{root}" type="fixed">\n'
+             f'    <parent link="{world}"/>\n'
+             f'    <child link="{root}"/>\n'
+             '  </joint>\n')
+    return urdf_xml[:end] + joint + urdf_xml[end:]
+
+
+def gazebo_urdf(urdf_path, share=None):
+    """Return the URDF of ``urdf_path`` prepared for Gazebo (paths resolved, base fixed)."""
+    return fix_to_world(resolve_find(read_text(urdf_path), share))
+
+
+def _flatten(prefix, value, out):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _flatten(f'{prefix}.{key}' if prefix else str(key), item, out)
+    else:
+        out[prefix] = value
+    return out
+
+
+def node_parameters(yaml_path, node_name):
+    """
+    Return ``{name: value}`` of the ROS parameter file ``yaml_path`` for node ``node_name``.
+
+    Sections apply as rcl applies them to a node of that name in the root namespace or
+    any other: ``node_name``, ``/node_name``, ``/**/node_name`` and ``/**``; later
+    sections override earlier ones. Nested maps become dotted names (``solver.gain``).
+    """
+    import yaml
+
+    with open(yaml_path, encoding='utf-8') as f:
+        document = yaml.safe_load(f) or {}
+    keys = (node_name, '/' + node_name, '/**/' + node_name, '/**')
+    values = {}
+    for key, section in document.items():
+        if key in keys and isinstance(section, dict):
+            _flatten('', section.get('ros__parameters') or {}, values)
+    return values
+
+
+def parse_bool(text, name):
+    """Return the boolean value of launch argument ``name`` (``true``/``false``...)."""
+    value = str(text).strip().lower()
+    if value in TRUE_VALUES:
+        return True
+    if value in FALSE_VALUES:
+        return False
+    raise ValueError(f"launch argument {name} must be true or false, not '{text}'")
+
+
+def parse_rate(text):
+    """Return launch argument ``rate_hz`` as a float [Hz] (the node checks its range)."""
+    try:
+        rate = float(text)
+    except ValueError:
+        raise ValueError(f"launch argument rate_hz must be a number [Hz], not '{text}'") \
+            from None
+    if not rate > 0.0:
+        raise ValueError(f'launch argument rate_hz must be positive, not {text}')
+    return rate
+
+
+def _string_parameter(text):
+    """Return a parameter value that launch_ros passes on as a string, never as YAML."""
+    from launch_ros.parameter_descriptions import ParameterValue
+
+    # A plain str would be parsed as YAML by launch_ros, which fails on some URDF text.
+    return ParameterValue(text, value_type=str)
+
+
+# ---------------------------------------------------------------------- wam / simon
+def bringup_description(urdf, params):
+    """
+    Return the LaunchDescription of a bringup (``wam.launch.py``, ``simon.launch.py``).
+
+    ``urdf`` and ``params`` are paths relative to the package share directory (e.g.
+    ``urdf/wam.urdf``, ``config/wam.yaml``). Arguments:
+
+    * ``sim`` (``true``): also start ``sim_robot``, the embedded simulated robot. With
+      ``false`` the controller drives the real robot: its ``output_topic``
+      (``joint_trajectory_controller/joint_trajectory``) is the topic of the robot's
+      ros2_control joint_trajectory_controller, and ``joint_states`` comes from the
+      robot's joint_state_broadcaster; both must be running (config/*_controllers.yaml
+      lists the JTC settings a streaming source needs).
+    * ``backend`` (``kinematic`` or ``mujoco``; default from the parameter file): the
+      sim_robot backend.
+    * ``rate_hz`` (default from the parameter file): the controller's rate [Hz].
+
+    Always started: robot_state_publisher (TF of the robot from ``joint_states``) and
+    ``ik_controller``, both given the URDF as ``robot_description``.
+    """
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    defaults_controller = node_parameters(package_file(params), CONTROLLER)
+    defaults_sim = node_parameters(package_file(params), SIM_ROBOT)
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'sim', default_value='true', choices=['true', 'false'],
+            description='true: start the simulated robot (sim_robot); false: command the '
+                        "real robot's joint_trajectory_controller."),
+        DeclareLaunchArgument(
+            'backend', default_value=str(defaults_sim.get('backend', 'kinematic')),
+            choices=['kinematic', 'mujoco'],
+            description='sim_robot backend: kinematic (ideal tracking) or mujoco (physics).'),
+        DeclareLaunchArgument(
+            'rate_hz', default_value=str(defaults_controller.get('rate_hz', '')),
+            description='Control rate of ik_controller [Hz].'),
+        OpaqueFunction(function=bringup_actions, args=[urdf, params]),
+    ])
+
+
+def bringup_actions(context, urdf, params):
+    """Return the nodes of a bringup for the launch arguments in ``context``."""
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    sim = parse_bool(LaunchConfiguration('sim').perform(context), 'sim')
+    backend = LaunchConfiguration('backend').perform(context)
+    rate_text = LaunchConfiguration('rate_hz').perform(context).strip()
+    params_file = package_file(params)
+    description = _string_parameter(read_text(package_file(urdf)))
+    overrides = {'robot_description': description}
+    if rate_text:  # empty: the parameter file's rate
+        overrides['rate_hz'] = parse_rate(rate_text)
+
+    actions = [
+        Node(package='robot_state_publisher', executable='robot_state_publisher',
+             parameters=[{'robot_description': description}], output='screen'),
+        Node(package='ik_control', executable='ik_controller', name=CONTROLLER,
+             parameters=[params_file, overrides],
+             output='screen'),
+    ]
+    if sim:
+        actions.append(
+            Node(package='ik_control', executable='sim_robot', name=SIM_ROBOT,
+                 parameters=[params_file,
+                             {'robot_description': description, 'backend': backend}],
+                 output='screen'))
+    return actions
+
+
+# ---------------------------------------------------------------------- gazebo
+def gazebo_description(robots, default):
+    """
+    Return the LaunchDescription of ``gazebo.launch.py``.
+
+    ``robots`` maps each robot name to its files relative to the share directory:
+    ``{'urdf': ..., 'params': ..., 'controllers': ...}``; ``default`` is the default of
+    the ``robot`` argument.
+    """
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    return LaunchDescription([
+        DeclareLaunchArgument('robot', default_value=default, choices=sorted(robots),
+                              description='Robot to spawn in Gazebo.'),
+        OpaqueFunction(function=gazebo_actions, args=[robots]),
+    ])
+
+
+def gazebo_actions(context, robots):
+    """
+    Return Gazebo, the spawned robot, its controllers and ik_controller for ``robot``.
+
+    Order: Gazebo (empty world, running), the /clock bridge and robot_state_publisher
+    start at once; ``ros_gz_sim create`` spawns the model from ``/robot_description``;
+    when it has exited, the joint_state_broadcaster is spawned, then the
+    joint_trajectory_controller (with ``--param-file``: since Jazzy controllers no longer
+    read their parameters from the controller manager's file alone), then ik_controller.
+    Every ROS node uses the simulation clock.
+    """
+    from launch.actions import IncludeLaunchDescription, RegisterEventHandler
+    from launch.event_handlers import OnProcessExit
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+    from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+    from launch_ros.actions import Node
+    from launch_ros.substitutions import FindPackageShare
+
+    robot = LaunchConfiguration('robot').perform(context)
+    if robot not in robots:
+        raise ValueError(f"unknown robot '{robot}'; choose one of {sorted(robots)}")
+    files = robots[robot]
+    description = _string_parameter(gazebo_urdf(package_file(files['urdf'])))
+    sim_time = {'use_sim_time': True}
+
+    gazebo = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(
+            PathJoinSubstitution([FindPackageShare('ros_gz_sim'), 'launch', 'gz_sim.launch.py'])),
+        launch_arguments={'gz_args': GZ_ARGS}.items())
+    clock = Node(package='ros_gz_bridge', executable='parameter_bridge',
+                 arguments=[CLOCK_BRIDGE], output='screen')
+    state_publisher = Node(package='robot_state_publisher', executable='robot_state_publisher',
+                           parameters=[{'robot_description': description}, sim_time],
+                           output='screen')
+    spawn = Node(package='ros_gz_sim', executable='create', output='screen',
+                 arguments=['-topic', 'robot_description', '-name', robot,
+                            '-allow_renaming', 'true'])
+    broadcaster = Node(package='controller_manager', executable='spawner',
+                       arguments=['joint_state_broadcaster'], output='screen')
+    trajectory = Node(package='controller_manager', executable='spawner',
+                      arguments=['joint_trajectory_controller',
+                                 '--param-file', package_file(files['controllers'])],
+                      output='screen')
+    controller = Node(package='ik_control', executable='ik_controller', name=CONTROLLER,
+                      parameters=[package_file(files['params']),
+                                  {'robot_description': description}, sim_time],
+                      output='screen')
+    return [
+        gazebo, clock, state_publisher, spawn,
+        RegisterEventHandler(OnProcessExit(target_action=spawn, on_exit=[broadcaster])),
+        RegisterEventHandler(OnProcessExit(target_action=broadcaster, on_exit=[trajectory])),
+        RegisterEventHandler(OnProcessExit(target_action=trajectory, on_exit=[controller])),
+    ]

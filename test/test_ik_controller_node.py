@@ -1,0 +1,317 @@
+"""ik_controller and sim_robot as real nodes in separate processes, over real DDS."""
+
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from ik_control import robots
+from ik_control.validation import matrix_to_quaternion
+import numpy as np
+import pytest
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from ros_helpers import NodeProcess, RosTestContext
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from trajectory_msgs.msg import JointTrajectory
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STARTUP = 30.0  # process start, discovery and numba cache load on a busy machine [s]
+
+
+def _array(values):
+    return '[' + ', '.join(repr(float(v)) for v in values) + ']'
+
+
+def _strings(values):
+    return '[' + ', '.join(values) + ']'
+
+
+class Bringup:
+    """sim_robot + ik_controller for one bundled robot under namespace ``/name``."""
+
+    def __init__(self, name, rate_hz, extra=()):
+        setup = robots.SETUPS[name]
+        self.name = name
+        self.model = robots.robot(name)
+        self.ns = f'/{name}_test'
+        urdf = robots.urdf_path(name)
+        self.sim_args = ['-r', f'__ns:={self.ns}', '-p', f'urdf_path:={urdf}',
+                         '-p', f'joints:={_strings(setup.joints)}',
+                         '-p', f'initial_positions:={_array(setup.ready)}',
+                         '-p', f'rate_hz:={rate_hz}']
+        self.sim = self.ctl = self.ctx = None
+        try:
+            self._start(name, rate_hz, setup, urdf, extra)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, name, rate_hz, setup, urdf, extra):
+        self.sim = NodeProcess('ik_control.ros.sim_robot_node', self.sim_args)
+        self.ctl = NodeProcess('ik_control.ros.ik_controller_node', [
+            '-r', f'__ns:={self.ns}', '-p', f'urdf_path:={urdf}',
+            '-p', f'base_frame:={setup.base_frame}',
+            '-p', f'end_effectors:={_strings(setup.end_effectors)}',
+            '-p', f'joints:={_strings(setup.joints)}', '-p', f'rate_hz:={rate_hz}',
+            '-p', 'joint_state_timeout:=0.1', *extra])
+        self.ctx = RosTestContext(f'{name}_tester')
+        node = self.ctx.node
+        self.states = self.ctx.collect(JointState, f'{self.ns}/joint_states', 50)
+        self.commands = self.ctx.collect(
+            JointTrajectory, f'{self.ns}/joint_trajectory_controller/joint_trajectory', 50)
+        self.diagnostics = self.ctx.collect(DiagnosticArray, '/diagnostics', 10)
+        self.goal = {ee: self.ctx.collect(Bool, f'{self.ns}/ik_controller/{ee}/goal_reached',
+                                          LATCHED) for ee in setup.end_effectors}
+        self.pose_pub = {ee: node.create_publisher(
+            PoseStamped, f'{self.ns}/ik_controller/{ee}/target_pose', 10)
+            for ee in setup.end_effectors}
+        self.twist_pub = {ee: node.create_publisher(
+            TwistStamped, f'{self.ns}/ik_controller/{ee}/target_twist', 10)
+            for ee in setup.end_effectors}
+        self.state_pub = node.create_publisher(JointState, f'{self.ns}/joint_states', 10)
+        self.commands.wait(timeout=STARTUP)
+        for pub in list(self.pose_pub.values()) + list(self.twist_pub.values()):
+            assert self.ctx.wait_for_subscribers(pub, 1, timeout=STARTUP)
+
+    def close(self):
+        for part in (self.ctl, self.sim):
+            if part is not None:
+                part.stop()
+        if self.ctx is not None:
+            self.ctx.close()
+
+    def q(self):
+        msg = self.states.wait(timeout=5.0)
+        index = [list(msg.name).index(n) for n in self.model.joint_names]
+        return np.array(msg.position)[index]
+
+    def send_pose(self, ee, T, frame_id=None):
+        msg = PoseStamped()
+        msg.header.frame_id = self.model.base_frame if frame_id is None else frame_id
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, T[:3, 3])
+        x, y, z, w = matrix_to_quaternion(T[:3, :3])
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = float(x), float(y), float(z), float(w)
+        self.goal[ee].clear()
+        self.pose_pub[ee].publish(msg)
+
+    def wait_goal(self, ee, timeout=15.0):
+        """Wait for goal_reached True on ``ee`` since its last goal was sent."""
+        if any(m.data for m in self.goal[ee].messages):
+            return
+        self.goal[ee].wait(lambda m: m.data, timeout=timeout)
+
+    def diagnostic(self, predicate, timeout=5.0):
+        def mine(msg):
+            return any(s.hardware_id == self.model.name and predicate(s) for s in msg.status)
+        msg = self.diagnostics.wait(mine, timeout=timeout)
+        return next(s for s in msg.status if s.hardware_id == self.model.name)
+
+
+def _pose_errors(model, q, targets):
+    T = model.frame_placements(q)
+    pos = [np.linalg.norm(T[i, :3, 3] - targets[i][:3, 3]) for i in range(len(targets))]
+    rot = [np.arccos(np.clip((np.trace(T[i, :3, :3].T @ targets[i][:3, :3]) - 1) / 2, -1, 1))
+           for i in range(len(targets))]
+    return np.array(pos), np.array(rot)
+
+
+def _assert_in_limits(model, q, margin=0.0):
+    assert np.all(q >= model.lower + margin - 1e-9) and np.all(q <= model.upper - margin + 1e-9)
+
+
+@pytest.fixture(scope='module')
+def wam():
+    bringup = Bringup('wam', 500.0)
+    yield bringup
+    bringup.close()
+
+
+@pytest.fixture(scope='module')
+def simon():
+    bringup = Bringup('simon', 1000.0)
+    yield bringup
+    bringup.close()
+
+
+def _reachable_targets(model, q, offset):
+    T = model.frame_placements(q + offset)
+    return [T[i] for i in range(len(T))]
+
+
+def test_wam_reaches_a_reachable_goal_within_1mm_and_10mrad(wam):
+    targets = _reachable_targets(wam.model, robots.ready_pose('wam'),
+                                 np.array([0.3, -0.2, 0.2, -0.3, 0.2, 0.3, 0.4]))
+    wam.send_pose('tool', targets[0])
+    wam.wait_goal('tool')
+    time.sleep(0.3)
+    q = wam.q()
+    pos, rot = _pose_errors(wam.model, q, targets)
+    assert pos[0] < 1e-3 and rot[0] < 1e-2
+    _assert_in_limits(wam.model, q)
+
+
+def test_simon_reaches_goals_with_both_hands_at_once(simon):
+    targets = _reachable_targets(simon.model, robots.ready_pose('simon'),
+                                 0.25 * np.sin(np.arange(16)))
+    for ee, T in zip(('right_hand', 'left_hand'), targets):
+        simon.send_pose(ee, T)
+    simon.wait_goal('right_hand')
+    simon.wait_goal('left_hand')
+    time.sleep(0.3)
+    pos, rot = _pose_errors(simon.model, simon.q(), targets)
+    assert np.all(pos < 1e-3) and np.all(rot < 1e-2)
+
+
+def test_wam_out_of_reach_goal_leaves_a_still_stretched_arm_inside_limits(wam):
+    T = wam.model.frame_placements(robots.ready_pose('wam'))[0]
+    T[:3, 3] = [2.0, 0.5, 1.0]  # about 2 m away: the WAM reaches ~1 m
+    wam.send_pose('tool', T)
+    wam.diagnostic(lambda s: 'TARGET_UNREACHABLE' in _value(s, 'status_codes'), timeout=15.0)
+    wam.states.clear()
+    wam.ctx.spin_for(1.0)
+    qs = np.array([[m.position[m.name.index(n)] for n in wam.model.joint_names]
+                   for m in wam.states.messages])
+    assert len(qs) > 100
+    assert np.max(np.ptp(qs, axis=0)) < 1e-3  # still: no oscillation
+    for q in qs:
+        _assert_in_limits(wam.model, q)
+    tool = wam.model.frame_placements(qs[-1])[0, :3, 3]
+    start = wam.model.frame_placements(robots.ready_pose('wam'))[0, :3, 3]
+    # stretched toward the target: shoulder to tool 0.91 m at full extension
+    assert np.linalg.norm(tool - [0, 0, 0.346]) > 0.8
+    assert np.linalg.norm(tool - T[:3, 3]) < np.linalg.norm(start - T[:3, 3]) - 0.15
+
+
+def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
+    wam.send_pose('tool', _reachable_targets(wam.model, robots.ready_pose('wam'), 0.0)[0])
+    wam.wait_goal('tool')
+    speed = 0.05
+    msg = TwistStamped()
+    msg.header.frame_id = 'wam_base'
+    msg.twist.linear.y = speed
+    samples = []
+    start = time.monotonic()
+    while time.monotonic() - start < 1.5:
+        wam.twist_pub['tool'].publish(msg)
+        wam.ctx.spin_for(0.02)
+        if 0.6 < time.monotonic() - start < 1.4 and wam.states.last is not None:
+            m = wam.states.last
+            q = np.array([m.position[m.name.index(n)] for n in wam.model.joint_names])
+            samples.append((time.monotonic(), wam.model.frame_placements(q)[0, :3, 3]))
+    (t0, p0), (t1, p1) = samples[0], samples[-1]
+    velocity = (p1 - p0) / (t1 - t0)
+    assert velocity[1] == pytest.approx(speed, rel=0.15)
+    assert abs(velocity[0]) < 0.2 * speed and abs(velocity[2]) < 0.2 * speed
+    # the command times out and the arm comes to rest
+    wam.ctx.spin_for(1.0)
+    wam.states.clear()
+    wam.ctx.spin_for(0.5)
+    q_a, q_b = wam.states.messages[0], wam.states.messages[-1]
+    assert np.max(np.abs(np.array(q_a.position) - np.array(q_b.position))) < 1e-4
+
+
+def _value(status, key):
+    return next((kv.value for kv in status.values if kv.key == key), '')
+
+
+def _settled_command(bringup, timeout=10.0):
+    """Wait until the commanded positions stop changing (converged); return them."""
+    previous = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        q = np.array(bringup.commands.wait(timeout=2.0).points[0].positions)
+        if previous is not None and np.max(np.abs(q - previous)) < 1e-10:
+            return q
+        previous = q
+        bringup.ctx.spin_for(0.1)
+    raise AssertionError('the command did not settle')
+
+
+def _bad_poses(wam):
+    T = wam.model.frame_placements(robots.ready_pose('wam'))[0]
+    nan = T.copy()
+    nan[0, 3] = np.nan
+    inf = T.copy()
+    inf[2, 3] = np.inf
+    return [('nan position', nan, None), ('inf position', inf, None),
+            ('unknown frame', T, 'no_such_frame')]
+
+
+def test_bad_goals_and_states_are_refused_and_leave_the_command_unchanged(wam):
+    wam.send_pose('tool', _reachable_targets(wam.model, robots.ready_pose('wam'), 0.1)[0])
+    wam.wait_goal('tool')
+    before = _settled_command(wam)
+    refused_before = int(_value(wam.diagnostic(lambda s: True), 'refused_messages'))
+    for _, T, frame in _bad_poses(wam):
+        wam.send_pose('tool', T, frame)
+    bad_quat = PoseStamped()
+    bad_quat.header.frame_id = 'wam_base'
+    bad_quat.pose.orientation.w = 0.3  # norm 0.3: not normalised
+    wam.pose_pub['tool'].publish(bad_quat)
+    zero_quat = PoseStamped()
+    zero_quat.header.frame_id = 'wam_base'
+    zero_quat.pose.orientation.w = 0.0
+    wam.pose_pub['tool'].publish(zero_quat)
+    bad_twist = TwistStamped()
+    bad_twist.header.frame_id = 'wam_base'
+    bad_twist.twist.linear.x = float('nan')
+    wam.twist_pub['tool'].publish(bad_twist)
+    status = wam.diagnostic(lambda s: int(_value(s, 'refused_messages'))
+                            >= refused_before + 6, timeout=5.0)
+    assert 'BAD_INPUT' in _value(status, 'status_codes')
+    # malformed joint_states, interleaved with the simulator's at 500 Hz: the controller
+    # keeps only the newest state, so each is sent until some are refused
+    bad_states = ((list(wam.model.joint_names), [0.0] * 6),  # length mismatch
+                  (list(wam.model.joint_names), [float('nan')] * 7),
+                  (list(wam.model.joint_names[:6]), [0.0] * 6),  # missing joint
+                  (['wam_j1'] * 7, [0.0] * 7))  # duplicates
+    for _ in range(20):
+        for names, positions in bad_states:
+            wam.state_pub.publish(JointState(name=names, position=positions))
+        wam.ctx.spin_for(0.005)
+    status = wam.diagnostic(lambda s: 'joint_states' in _value(s, 'last_refusal'), timeout=5.0)
+    assert int(_value(status, 'refused_messages')) > refused_before + 6
+    wam.ctx.spin_for(0.3)
+    after = np.array(wam.commands.wait(timeout=2.0).points[0].positions)
+    np.testing.assert_allclose(after, before, atol=1e-9)
+
+
+def test_wam_stops_when_joint_states_go_stale_and_resumes_without_a_jump(wam):
+    arrivals, state_times = [], []
+    node = wam.ctx.node
+    node.create_subscription(JointTrajectory,
+                             f'{wam.ns}/joint_trajectory_controller/joint_trajectory',
+                             lambda m: arrivals.append((time.monotonic(), m)), 50)
+    node.create_subscription(JointState, f'{wam.ns}/joint_states',
+                             lambda m: state_times.append(time.monotonic()), 50)
+    T = wam.model.frame_placements(robots.ready_pose('wam'))[0]
+    T[:3, 3] += [0.0, -0.3, 0.0]
+    wam.send_pose('tool', T)
+    wam.commands.wait(lambda m: np.max(np.abs(m.points[0].velocities)) > 0.05, timeout=10.0)
+    wam.sim.stop()
+    wam.ctx.spin_for(1.5)
+    stops = [(t, m) for t, m in arrivals if len(m.points) > 1]
+    assert len(stops) == 1
+    t_stop, stop = stops[0]
+    # the stop comes within joint_state_timeout (0.1 s) plus a tick, plus delivery slack
+    assert t_stop - state_times[-1] < 0.1 + 0.002 + 0.05
+    assert arrivals[-1][1] is stop  # then nothing more is commanded
+    assert np.max(np.abs(stop.points[-1].velocities)) == 0.0
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in stop.points]
+    v = np.array([p.velocities for p in stop.points])
+    v0 = np.array(arrivals[-2][1].points[0].velocities)
+    accel = np.abs(np.diff(np.vstack([v0, v]), axis=0)) / np.diff([0.0] + times)[:, None]
+    assert np.all(accel <= 10.0 + 1e-6)  # braking within limits.max_acceleration
+    status = wam.diagnostic(lambda s: 'STALE_STATE' in _value(s, 'status_codes'))
+    assert status.level == LEVEL_ERROR
+    # the robot comes back where it stopped: commands resume from there, at rest
+    q_stop = np.array(stop.points[-1].positions)
+    wam.sim = NodeProcess('ik_control.ros.sim_robot_node', [
+        f'initial_positions:={_array(q_stop)}' if a.startswith('initial_positions') else a
+        for a in wam.sim_args])
+    msg = wam.commands.wait(timeout=STARTUP)
+    assert np.max(np.abs(np.array(msg.points[0].positions) - q_stop)) < 0.01
+
+
+LEVEL_ERROR = b'\x02'

@@ -1,0 +1,558 @@
+"""
+Checks of launch/*.launch.py and config/{wam,simon}.yaml that run without ROS launch.
+
+``launch`` and ``launch_ros`` are not installable in the plain virtual environment, so:
+
+* the launch files are parsed (``ast``): each defines ``generate_launch_description``,
+  names only executables that setup.py installs (or known ROS packages provide), and
+  files that exist in the package and are installed;
+* each launch file is run against a small stand-in of the launch API (only the names
+  ik_control uses; an unknown name fails the import) to check the nodes it starts for
+  each argument value;
+* every parameter in config/wam.yaml and config/simon.yaml is declared by its node, with
+  the declared type and range, and the robot set-up is the one of ``ik_control.robots``;
+* both nodes really start with each parameter file (real rclpy and DDS) and the
+  controller publishes a JointTrajectory.
+
+The real launch system is exercised by ``launch_tests/`` on machines with ROS.
+"""
+
+import ast
+from fnmatch import fnmatch
+import glob
+import importlib.util
+import os
+import sys
+import types
+
+from ik_control import launch_util, robots
+from ik_control.ik.pose_error import ERROR_MODES
+from ik_control.ik.solver import METHODS
+from ik_control.kinematics import RobotModel
+from ik_control.ros import ik_controller_node, sim_robot_node
+from ik_control.ros.parameters import Param
+from ik_control.sim.urdf_joints import parse_urdf_joints, select_joints
+import numpy as np
+import pytest
+from rclpy.parameter import Parameter
+from ros_helpers import NodeProcess, REPO_ROOT, RosTestContext
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+import yaml
+
+LAUNCH_DIR = os.path.join(REPO_ROOT, 'launch')
+LAUNCH_FILES = sorted(glob.glob(os.path.join(LAUNCH_DIR, '*.launch.py')))
+# Python files that build the launch descriptions (the launch files delegate to it).
+LAUNCH_SOURCES = LAUNCH_FILES + [os.path.join(REPO_ROOT, 'ik_control', 'launch_util.py')]
+INSTALLED = {'launch': '*.launch.py', 'config': '*.yaml', 'urdf': '*.urdf'}
+# Executables of other ROS packages that the launch files may start.
+EXTERNAL_EXECUTABLES = {
+    ('robot_state_publisher', 'robot_state_publisher'),
+    ('ros_gz_sim', 'create'),
+    ('ros_gz_bridge', 'parameter_bridge'),
+    ('controller_manager', 'spawner'),
+}
+ROBOTS = {
+    'wam': {'params': 'config/wam.yaml', 'urdf': 'urdf/wam.urdf', 'rate_hz': 500.0,
+            'controllers': 'config/wam_controllers.yaml'},
+    'simon': {'params': 'config/simon.yaml', 'urdf': 'urdf/simon.urdf', 'rate_hz': 1000.0,
+              'controllers': 'config/simon_controllers.yaml'},
+}
+CONTROLLER = 'ik_controller'
+SIM = 'sim_robot'
+SECTIONS = {'/**/' + CONTROLLER: CONTROLLER, '/**/' + SIM: SIM}
+# Controller parameters that a parameter file leaves unset on purpose (commented out).
+UNSET_ON_PURPOSE = {'limits.max_velocity'}
+ENUMS = {
+    (CONTROLLER, 'solver.method'): set(METHODS),
+    (CONTROLLER, 'solver.error_mode'): set(ERROR_MODES),
+    (CONTROLLER, 'executor'): {'single_threaded', 'events'},
+    (SIM, 'backend'): set(sim_robot_node.BACKENDS),
+}
+
+
+def repo_path(relative):
+    """Return the absolute path of ``relative`` in the source tree."""
+    return os.path.join(REPO_ROOT, *relative.split('/'))
+
+
+# ---------------------------------------------------------------- declared parameters
+def declared(node):
+    """Return ``{name: (default, lo, hi)}`` declared by ``node`` (either table format)."""
+    table = ik_controller_node.PARAMETERS if node == CONTROLLER else sim_robot_node.PARAMETERS
+    out = {}
+    for name, entry in table.items():
+        if isinstance(entry, Param):
+            out[name] = (entry.default, entry.lo, entry.hi)
+        else:
+            default, _, rng = entry
+            out[name] = (default,) + (tuple(rng) if rng else (None, None))
+    return out
+
+
+def type_error(default, value):
+    """Return why ``value`` does not have the type that ``default`` declares ('' if it has)."""
+    if isinstance(default, Parameter.Type):
+        item = {Parameter.Type.STRING_ARRAY: str, Parameter.Type.DOUBLE_ARRAY: float,
+                Parameter.Type.INTEGER_ARRAY: int, Parameter.Type.BOOL_ARRAY: bool}[default]
+        ok = isinstance(value, list) and all(type(v) is item for v in value)
+        return '' if ok else f'expected a list of {item.__name__}, got {value!r}'
+    if isinstance(default, list):
+        item = type(default[0])
+        ok = isinstance(value, list) and all(type(v) is item for v in value)
+        return '' if ok else f'expected a list of {item.__name__}, got {value!r}'
+    # ROS parameters are strictly typed: 500 (integer) is not a double, true is not 1.
+    if type(value) is not type(default):
+        return f'expected {type(default).__name__}, got {type(value).__name__} {value!r}'
+    return ''
+
+
+def load_yaml(robot):
+    """Return the parsed parameter file of ``robot``."""
+    with open(repo_path(ROBOTS[robot]['params']), encoding='utf-8') as f:
+        return yaml.safe_load(f)
+
+
+def flat(section):
+    """Return the dotted-name parameters of one node section of a parameter file."""
+    out = {}
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f'{prefix}.{key}' if prefix else key, item)
+        else:
+            out[prefix] = value
+    walk('', section['ros__parameters'])
+    return out
+
+
+@pytest.fixture(scope='module', params=sorted(ROBOTS))
+def robot(request):
+    """Name of the robot under test."""
+    return request.param
+
+
+@pytest.fixture(scope='module')
+def params(robot):
+    """``{node: {name: value}}`` of the robot's parameter file."""
+    document = load_yaml(robot)
+    assert set(document) == set(SECTIONS), 'one section per node, valid in any namespace'
+    for section in document.values():
+        assert set(section) == {'ros__parameters'}
+    out = {node: flat(document[key]) for key, node in SECTIONS.items()}
+    for node in (CONTROLLER, SIM):  # the launch helper reads the file the same way
+        assert launch_util.node_parameters(repo_path(ROBOTS[robot]['params']), node) == \
+            out[node]
+    return out
+
+
+# ---------------------------------------------------------------- static launch-file checks
+def _console_scripts():
+    tree = ast.parse(open(os.path.join(REPO_ROOT, 'setup.py'), encoding='utf-8').read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == 'console_scripts':
+                    entries = [ast.literal_eval(e) for e in value.elts]
+                    return {e.split('=')[0].strip(): e.split('=')[1].strip() for e in entries}
+    raise AssertionError('setup.py declares no console_scripts')
+
+
+def _calls_with_executable(path):
+    tree = ast.parse(open(path, encoding='utf-8').read(), filename=path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            kwargs = {k.arg: k.value for k in node.keywords if k.arg}
+            if 'executable' in kwargs:
+                yield {k: ast.literal_eval(v) for k, v in kwargs.items()
+                       if k in ('package', 'executable')
+                       and isinstance(v, ast.Constant)}, node.lineno
+
+
+def _string_constants(path):
+    tree = ast.parse(open(path, encoding='utf-8').read(), filename=path)
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_launch_files_present():
+    names = {os.path.basename(p) for p in LAUNCH_FILES}
+    assert {'wam.launch.py', 'simon.launch.py', 'gazebo.launch.py'} <= names
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
+def test_launch_file_parses_and_defines_generate_launch_description(path):
+    tree = ast.parse(open(path, encoding='utf-8').read(), filename=path)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert 'generate_launch_description' in [f.name for f in functions]
+    assert ast.get_docstring(tree), 'the launch file documents how to run it'
+
+
+@pytest.mark.parametrize('path', LAUNCH_SOURCES, ids=os.path.basename)
+def test_executables_are_installed(path):
+    scripts = _console_scripts()
+    for kwargs, line in _calls_with_executable(path):
+        assert 'executable' in kwargs and 'package' in kwargs, \
+            f'{path}:{line}: package and executable must be literal strings'
+        if kwargs['package'] == robots.PACKAGE:
+            assert kwargs['executable'] in scripts, \
+                f"{path}:{line}: '{kwargs['executable']}' is not a console script of setup.py"
+            module, function = scripts[kwargs['executable']].split(':')
+            assert callable(getattr(importlib.import_module(module), function))
+        else:
+            assert (kwargs['package'], kwargs['executable']) in EXTERNAL_EXECUTABLES, \
+                f'{path}:{line}: unexpected executable {kwargs}'
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
+def test_referenced_package_files_exist_and_are_installed(path):
+    referenced = [s for s in _string_constants(path)
+                  if s.split('/')[0] in INSTALLED and '.' in s and ' ' not in s]
+    assert referenced, 'the launch file names its config and URDF files'
+    for relative in referenced:
+        subdir, _, name = relative.partition('/')
+        assert os.path.isfile(repo_path(relative)), f'{relative} does not exist'
+        assert '/' not in name and fnmatch(name, INSTALLED[subdir]), \
+            f'{relative} is not installed by setup.py ({subdir}/{INSTALLED[subdir]})'
+
+
+# ---------------------------------------------------------------- launch API stand-in
+class Recorded:
+    """An action or substitution of the stand-in launch API: keeps its arguments."""
+
+    def __init__(self, *args, **kwargs):
+        """Record ``args`` and ``kwargs``."""
+        self.args = args
+        self.kwargs = kwargs
+
+
+class LaunchConfiguration(Recorded):
+    """Stand-in of launch.substitutions.LaunchConfiguration."""
+
+    def perform(self, context):
+        """Return the argument's value in ``context``."""
+        return context.launch_configurations[self.args[0]]
+
+
+STANDIN = {
+    'launch': ['LaunchDescription'],
+    'launch.actions': ['DeclareLaunchArgument', 'IncludeLaunchDescription', 'OpaqueFunction',
+                       'RegisterEventHandler'],
+    'launch.event_handlers': ['OnProcessExit'],
+    'launch.launch_description_sources': ['PythonLaunchDescriptionSource'],
+    'launch.substitutions': ['LaunchConfiguration', 'PathJoinSubstitution'],
+    'launch_ros': [],
+    'launch_ros.actions': ['Node'],
+    'launch_ros.parameter_descriptions': ['ParameterValue'],
+    'launch_ros.substitutions': ['FindPackageShare'],
+}
+
+
+@pytest.fixture
+def launch_api(monkeypatch):
+    """Install the stand-in ``launch`` and ``launch_ros`` modules for one test."""
+    modules = {}
+    for name, classes in STANDIN.items():
+        module = types.ModuleType(name)
+        for cls in classes:
+            setattr(module, cls, LaunchConfiguration if cls == 'LaunchConfiguration'
+                    else type(cls, (Recorded,), {}))
+        modules[name] = module
+        monkeypatch.setitem(sys.modules, name, module)
+    for name, module in modules.items():
+        parent, _, child = name.rpartition('.')
+        if parent:
+            setattr(modules[parent], child, module)
+    return modules
+
+
+def run_launch_file(name, **arguments):
+    """Run ``launch/<name>`` against the stand-in API; return (declared args, actions)."""
+    spec = importlib.util.spec_from_file_location(name.replace('.', '_'),
+                                                  os.path.join(LAUNCH_DIR, name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    assert type(description).__name__ == 'LaunchDescription'
+    entities = description.args[0]
+    declared_args = {e.args[0]: e.kwargs for e in entities
+                     if type(e).__name__ == 'DeclareLaunchArgument'}
+    values = {k: v.get('default_value', '') for k, v in declared_args.items()}
+    unknown = set(arguments) - set(values)
+    assert not unknown, f'{name} has no arguments {unknown}'
+    values.update(arguments)
+    for key, value in values.items():
+        choices = declared_args[key].get('choices')
+        assert choices is None or value in choices, (key, value, choices)
+    context = types.SimpleNamespace(launch_configurations=values)
+    actions = []
+    for entity in entities:
+        if type(entity).__name__ == 'OpaqueFunction':
+            function = entity.kwargs['function']
+            actions += function(context, *entity.kwargs.get('args', []))
+        elif type(entity).__name__ != 'DeclareLaunchArgument':
+            actions.append(entity)
+    return declared_args, actions
+
+
+def nodes_of(actions):
+    """Return the Node actions among ``actions`` and behind their event handlers."""
+    found = []
+    for action in actions:
+        kind = type(action).__name__
+        if kind == 'Node':
+            found.append(action)
+        elif kind == 'RegisterEventHandler':
+            found += nodes_of(action.args[0].kwargs['on_exit'])
+    return found
+
+
+def node_by_executable(actions, executable):
+    """Return the single Node running ``executable``."""
+    matches = [n for n in nodes_of(actions) if n.kwargs['executable'] == executable]
+    assert len(matches) == 1, f'{len(matches)} nodes run {executable}'
+    return matches[0]
+
+
+def parameter_dict(node):
+    """Return the parameter files and the merged dict overrides of a Node."""
+    files, overrides = [], {}
+    for item in node.kwargs.get('parameters', []):
+        if isinstance(item, dict):
+            overrides.update(item)
+        else:
+            files.append(item)
+    return files, overrides
+
+
+def string_value(value):
+    """Return the text of a robot_description parameter (must be a str ParameterValue)."""
+    assert type(value).__name__ == 'ParameterValue' and value.kwargs == {'value_type': str}, \
+        'robot_description must be ParameterValue(text, value_type=str)'
+    return value.args[0]
+
+
+@pytest.mark.parametrize('robot_name', sorted(ROBOTS))
+@pytest.mark.parametrize('sim', ['true', 'false'])
+def test_bringup_launch_nodes(launch_api, robot_name, sim):
+    files = ROBOTS[robot_name]
+    declared_args, actions = run_launch_file(f'{robot_name}.launch.py', sim=sim)
+    assert set(declared_args) == {'sim', 'backend', 'rate_hz'}
+    assert declared_args['sim']['default_value'] == 'true'
+    assert declared_args['backend']['default_value'] == 'kinematic'
+    assert float(declared_args['rate_hz']['default_value']) == files['rate_hz']
+    assert all(a.get('description') for a in declared_args.values())
+
+    urdf_text = open(repo_path(files['urdf']), encoding='utf-8').read()
+    params_file = launch_util.package_file(files['params'])
+    assert os.path.samefile(params_file, repo_path(files['params']))
+
+    rsp = node_by_executable(actions, 'robot_state_publisher')
+    assert string_value(parameter_dict(rsp)[1]['robot_description']) == urdf_text
+
+    controller = node_by_executable(actions, 'ik_controller')
+    assert controller.kwargs['package'] == robots.PACKAGE
+    assert controller.kwargs['name'] == CONTROLLER
+    file_list, overrides = parameter_dict(controller)
+    assert file_list == [params_file]
+    assert string_value(overrides.pop('robot_description')) == urdf_text
+    assert overrides == {'rate_hz': files['rate_hz']}
+
+    sims = [n for n in nodes_of(actions) if n.kwargs['executable'] == 'sim_robot']
+    if sim == 'false':
+        assert sims == [], 'sim:=false must not start the simulated robot'
+        assert len(nodes_of(actions)) == 2
+        return
+    assert len(sims) == 1 and sims[0].kwargs['name'] == SIM
+    file_list, overrides = parameter_dict(sims[0])
+    assert file_list == [params_file]
+    assert string_value(overrides.pop('robot_description')) == urdf_text
+    assert overrides == {'backend': 'kinematic'}
+
+
+def test_bringup_launch_arguments_override(launch_api):
+    _, actions = run_launch_file('simon.launch.py', backend='mujoco', rate_hz='250')
+    assert parameter_dict(node_by_executable(actions, 'ik_controller'))[1]['rate_hz'] == 250.0
+    assert parameter_dict(node_by_executable(actions, 'sim_robot'))[1]['backend'] == 'mujoco'
+    with pytest.raises(ValueError, match='rate_hz must be a number'):
+        run_launch_file('wam.launch.py', rate_hz='fast')
+
+
+@pytest.mark.parametrize('robot_name', sorted(ROBOTS))
+def test_gazebo_launch(launch_api, robot_name):
+    files = ROBOTS[robot_name]
+    declared_args, actions = run_launch_file('gazebo.launch.py', robot=robot_name)
+    assert set(declared_args) == {'robot'}
+    assert sorted(declared_args['robot']['choices']) == sorted(ROBOTS)
+
+    kinds = [type(a).__name__ for a in actions]
+    assert kinds.count('IncludeLaunchDescription') == 1  # gz_sim.launch.py
+    include = actions[kinds.index('IncludeLaunchDescription')]
+    source_path = include.args[0].args[0].args[0]
+    assert source_path[1:] == ['launch', 'gz_sim.launch.py']
+    assert source_path[0].args == ('ros_gz_sim',)
+    assert '-r' in dict(include.kwargs['launch_arguments'])['gz_args'].split()
+
+    # the event chain: spawn -> joint_state_broadcaster -> JTC -> ik_controller
+    handlers = {a.args[0].kwargs['target_action']: a.args[0].kwargs['on_exit']
+                for a in actions if type(a).__name__ == 'RegisterEventHandler'}
+    spawn = node_by_executable(actions, 'create')
+    assert spawn in actions and '-topic' in spawn.kwargs['arguments']
+    broadcaster, = handlers[spawn]
+    assert broadcaster.kwargs['arguments'] == ['joint_state_broadcaster']
+    trajectory, = handlers[broadcaster]
+    jtc_args = trajectory.kwargs['arguments']
+    assert jtc_args[0] == 'joint_trajectory_controller'
+    param_file = jtc_args[jtc_args.index('--param-file') + 1]
+    assert os.path.samefile(param_file, repo_path(files['controllers']))
+    controller, = handlers[trajectory]
+    assert controller.kwargs['executable'] == 'ik_controller'
+
+    file_list, overrides = parameter_dict(controller)
+    assert [os.path.realpath(f) for f in file_list] == \
+        [os.path.realpath(repo_path(files['params']))]
+    assert overrides['use_sim_time'] is True
+    description = string_value(overrides['robot_description'])
+    rsp = node_by_executable(actions, 'robot_state_publisher')
+    assert string_value(parameter_dict(rsp)[1]['robot_description']) == description
+    assert parameter_dict(rsp)[1]['use_sim_time'] is True
+    bridge = node_by_executable(actions, 'parameter_bridge')
+    assert bridge.kwargs['arguments'] == ['/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock']
+
+    # the URDF Gazebo gets: controllers file resolved and installed, base bolted down
+    assert '$(find' not in description
+    share = robots.share_directory()
+    assert f'<parameters>{share}/{files["controllers"]}</parameters>' in description
+    assert launch_util.root_link(description) == 'world'
+    setup = robots.SETUPS[robot_name]
+    model = RobotModel.from_urdf(description, joints=setup.joints,
+                                 base_frame=setup.base_frame,
+                                 end_effectors=setup.end_effectors)
+    reference = robots.robot(robot_name)
+    q = robots.ready_pose(robot_name)
+    assert np.allclose(model.frame_placements(q), reference.frame_placements(q))
+
+
+def test_fix_to_world_keeps_a_world_root():
+    urdf = '<robot name="r"><link name="world"/><link name="b"/>' \
+           '<joint name="j" type="fixed"><parent link="world"/><child link="b"/></joint></robot>'
+    assert launch_util.fix_to_world(urdf) == urdf
+    assert launch_util.resolve_find('$(find ik_control)/x', '/opt/share') == '/opt/share/x'
+
+
+# ---------------------------------------------------------------- parameter files
+def test_parameter_names_types_and_ranges(robot, params):
+    for node, values in params.items():
+        table = declared(node)
+        for name, value in values.items():
+            assert name in table, f"{node} does not declare parameter '{name}'"
+            default, lo, hi = table[name]
+            problem = type_error(default, value)
+            assert not problem, f'{node} {name}: {problem}'
+            if lo is not None:
+                assert lo <= value <= hi, f'{node} {name} = {value} outside [{lo}, {hi}]'
+            if (node, name) in ENUMS:
+                assert value in ENUMS[node, name], f'{node} {name} = {value!r}'
+
+
+def test_every_parameter_written_out(robot, params):
+    text = open(repo_path(ROBOTS[robot]['params']), encoding='utf-8').read()
+    for node, values in params.items():
+        missing = set(declared(node)) - set(values)
+        if node == CONTROLLER:
+            assert missing <= UNSET_ON_PURPOSE, f'{node}: {sorted(missing)} not in the file'
+        else:
+            assert not missing, f'{node}: {sorted(missing)} not in the file'
+        for name in missing:  # documented as a comment instead
+            assert f'# {name.split(".")[-1]}:' in text, name
+    for line_no, line in enumerate(text.splitlines(), 1):
+        assert len(line) <= 99, f'line {line_no} is longer than 99 characters'
+
+
+def test_robot_setup_matches_robots_module(robot, params):
+    setup = robots.SETUPS[robot]
+    ctrl, sim = params[CONTROLLER], params[SIM]
+    assert ctrl['base_frame'] == setup.base_frame
+    assert ctrl['end_effectors'] == list(setup.end_effectors)
+    assert ctrl['end_effector_modes'] == ['pose'] * len(setup.end_effectors)
+    assert ctrl['joints'] == list(setup.joints)
+    assert ctrl['rate_hz'] == ROBOTS[robot]['rate_hz']
+    assert ctrl['robot_description'] == '' and ctrl['urdf_path'] == ''
+    assert sim['joints'] == list(setup.joints)
+    assert sim['initial_positions'] == list(setup.ready)
+    assert sim['backend'] == 'kinematic'
+    assert sim['trajectory_topic'] == ctrl['output_topic']
+    with open(repo_path(ROBOTS[robot]['controllers']), encoding='utf-8') as f:
+        jtc = yaml.safe_load(f)['joint_trajectory_controller']['ros__parameters']
+    assert jtc['joints'] == ctrl['joints'], 'Gazebo JTC and ik_controller joints differ'
+
+
+def test_frames_and_joints_exist_in_urdf(robot, params):
+    ctrl, sim = params[CONTROLLER], params[SIM]
+    urdf = repo_path(ROBOTS[robot]['urdf'])
+    model = RobotModel.from_urdf(urdf, joints=ctrl['joints'], base_frame=ctrl['base_frame'],
+                                 end_effectors=list(zip(ctrl['end_effectors'],
+                                                        ctrl['end_effector_modes'])))
+    assert model.end_effector_names == tuple(ctrl['end_effectors'])
+    text = open(urdf, encoding='utf-8').read()
+    names, lower, upper = select_joints(parse_urdf_joints(text), sim['joints'])
+    q0 = np.array(sim['initial_positions'])
+    assert list(names) == sim['joints']
+    assert np.all((lower <= q0) & (q0 <= upper)), 'ready pose outside the joint limits'
+
+
+# ---------------------------------------------------------------- both nodes, for real
+@pytest.fixture(scope='module')
+def ros():
+    """Test node on the run's ROS domain."""
+    with RosTestContext('launch_files_test') as context:
+        yield context
+
+
+@pytest.fixture(scope='module')
+def started_nodes(ros):
+    """Start ik_controller and sim_robot with each parameter file (all at once)."""
+    procs = {}
+    try:
+        for robot_name, files in ROBOTS.items():
+            ns = f'/launch_check_{robot_name}'
+            args = ['--params-file', repo_path(files['params']),
+                    '-p', 'urdf_path:=' + repo_path(files['urdf']), '-r', f'__ns:={ns}']
+            procs[robot_name] = {
+                'ns': ns,
+                'states': ros.collect(JointState, f'{ns}/joint_states'),
+                'commands': ros.collect(JointTrajectory,
+                                        f'{ns}/joint_trajectory_controller/joint_trajectory'),
+                'controller': NodeProcess('ik_control.ros.ik_controller_node', args),
+                'sim': NodeProcess('ik_control.ros.sim_robot_node', args),
+            }
+        yield procs
+    finally:
+        for entry in procs.values():
+            entry['controller'].stop()
+            entry['sim'].stop()
+
+
+def _output(entry):
+    return '\n'.join(f'--- {k} stderr:\n{entry[k].stderr}' for k in ('controller', 'sim'))
+
+
+@pytest.mark.parametrize('robot_name', sorted(ROBOTS))
+def test_nodes_start_with_parameter_file(ros, started_nodes, robot_name):
+    entry = started_nodes[robot_name]
+    setup = robots.SETUPS[robot_name]
+    try:
+        state = entry['states'].wait(timeout=20.0)
+        command = entry['commands'].wait(timeout=10.0)
+    except TimeoutError as exc:
+        pytest.fail(f'{robot_name}: {exc}\n{_output(entry)}')
+    assert list(state.name) == list(setup.joints)
+    assert np.allclose(state.position, setup.ready)
+    assert list(command.joint_names) == list(setup.joints)
+    assert len(command.points) >= 1
+    assert np.all(np.isfinite(command.points[0].positions))
+    for key in ('controller', 'sim'):
+        assert entry[key].returncode is None, f'{key} exited\n{_output(entry)}'
+        assert 'startup failed' not in entry[key].stderr
+        assert 'invalid configuration' not in entry[key].stderr
