@@ -66,7 +66,7 @@ UNSET_ON_PURPOSE = {'limits.max_velocity'}
 ENUMS = {
     (CONTROLLER, 'solver.method'): set(METHODS),
     (CONTROLLER, 'solver.error_mode'): set(ERROR_MODES),
-    (CONTROLLER, 'executor'): {'single_threaded', 'events'},
+    (CONTROLLER, 'loop'): {'on_joint_states', 'timer'},
     (SIM, 'backend'): set(sim_robot_node.BACKENDS),
 }
 

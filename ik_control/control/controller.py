@@ -4,8 +4,9 @@ The resolved-motion-rate controller: latest state and goals -> one limited joint
 Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i)):
 
 1. the commanded state ``(q_c, v_c)`` is the integration origin, not the noisy measured
-   one, while the two agree within ``reseed_tolerance``; when they diverge the controller
-   re-seeds from the measurement (``RESEEDED``);
+   one, while the two agree within ``reseed_tolerance``; when a fresh measurement differs
+   by more, the controller re-seeds its position from it (``RESEEDED``), keeping its
+   velocity so the acceleration limit holds;
 2. each end effector has a goal: a pose (``set_pose_target``), a twist (``set_twist_target``,
    SAM's joystick mode: a virtual target integrated at the commanded twist, with
    feed-forward, decelerating to rest after ``twist_timeout``), or, without either, the pose
@@ -103,6 +104,7 @@ class ResolvedRateController:
         self.configure(config or ControllerConfig())
         n, ne = self.nq, self.ne
         self.q_meas = None
+        self._fresh = False
         self.state_time = -math.inf
         self.q_cmd = np.zeros(n)
         self.v_cmd = np.zeros(n)
@@ -184,6 +186,7 @@ class ResolvedRateController:
             raise InputError('joint_states positions contain NaN or infinite values')
         self.q_meas = q
         self.state_time = now
+        self._fresh = True
 
     def end_effector_index(self, frame):
         """Index of end effector ``frame``; :class:`InputError` if it is not one."""
@@ -305,11 +308,13 @@ class ResolvedRateController:
         else:
             if not self.initialized:
                 self._initialize()
-            elif np.max(np.abs(self.q_meas - self.q_cmd)) > cfg.reseed_tolerance:
+            elif self._fresh and np.max(np.abs(self.q_meas - self.q_cmd)) > cfg.reseed_tolerance:
+                # the robot is elsewhere: continue from where it is (the velocity is kept, so
+                # the acceleration limit holds; the limiter then brings it where needed)
                 self.q_cmd[:] = self.q_meas
-                self.v_cmd[:] = 0.0
                 self.reseeds += 1
                 self._reseed_time = now
+            self._fresh = False
             if self.holding:
                 status |= Status.HOLDING
                 self._v_des[:] = 0.0

@@ -28,8 +28,9 @@ from ik_control.control import status as status_mod
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
-from ik_control.ros.conversions import sec_to_duration, time_to_sec
+from ik_control.ros.conversions import sec_to_duration, time_to_sec, write_float_array
 from ik_control.ros.parameters import declare_all, in_range, Param, run_node, StartupError
+from ik_control.ros.realtime_loop import LoopStats, PolledGroup, RealtimeLoop, take_latest
 from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
                                    unit_quaternion)
 import numpy as np
@@ -43,6 +44,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 NODE_NAME = 'ik_controller'
+LOOP_MODES = ('on_joint_states', 'timer')
 _S = SolverConfig()
 _C = ControllerConfig()
 _ARR_STR = Parameter.Type.STRING_ARRAY
@@ -61,9 +63,13 @@ PARAMETERS = {
     'rate_hz': Param(500.0, 'Control rate [Hz].', 1.0, 5000.0),
     'output_topic': Param('joint_trajectory_controller/joint_trajectory',
                           'Topic of the trajectory_msgs/JointTrajectory commands.'),
-    'executor': Param('single_threaded', "rclpy executor: 'single_threaded' or 'events' "
-                                         '(rclpy.experimental.EventsExecutor; its timers '
-                                         'stalled beside subscriptions in rclpy 9.1).'),
+    'loop': Param('on_joint_states', "Tick scheduling: 'on_joint_states' (a tick per "
+                                     'joint_states message, at the latest 1.5 periods after '
+                                     "the last; the robot's clock drives the loop) or 'timer' "
+                                     '(an rclpy timer at rate_hz).'),
+    'realtime_priority': Param(0, 'SCHED_FIFO priority of the loop (1-98; needs '
+                                  'CAP_SYS_NICE or an rtprio limit); 0 = normal scheduling.',
+                               0, 98),
     'joint_state_timeout': Param(_C.joint_state_timeout, 'joint_states older than this '
                                  'stop the arm [s].', 0.001, 10.0, True),
     'twist_timeout': Param(_C.twist_timeout, 'A target_twist is followed for this long '
@@ -181,8 +187,11 @@ class IkControllerNode(Node):
         self.clock_ = self.get_clock()
         self._tf_buffer = None
         self._refusals = 0
-        self._tick_times = np.zeros(4096)
-        self._tick_count = 0
+        self.stats = LoopStats()
+        self.period = 1.0 / values['rate_hz']
+        if values['loop'] not in LOOP_MODES:
+            raise StartupError(f"loop must be one of {LOOP_MODES}, not '{values['loop']}'")
+        polled = PolledGroup() if values['loop'] == 'on_joint_states' else None
         self._last_goal = np.zeros(len(self.model.end_effectors), dtype=bool)
 
         self._traj = JointTrajectory()
@@ -191,15 +200,20 @@ class IkControllerNode(Node):
         sec_to_duration(1.0 / values['rate_hz'], point.time_from_start)
         self._traj.points = [point]
 
-        self.create_subscription(JointState, 'joint_states', self._on_joint_state,
-                                 QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
+        self.joint_state_sub = self.create_subscription(
+            JointState, 'joint_states', self._on_joint_state,
+            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE), callback_group=polled)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._goal_pubs = []
+        self._target_subs = []
         for ee in self.model.end_effector_names:
-            self.create_subscription(PoseStamped, f'~/{ee}/target_pose',
-                                     lambda msg, ee=ee: self._on_pose(ee, msg), 10)
-            self.create_subscription(TwistStamped, f'~/{ee}/target_twist',
-                                     lambda msg, ee=ee: self._on_twist(ee, msg), 10)
+            pose = self.create_subscription(PoseStamped, f'~/{ee}/target_pose',
+                                            lambda msg, ee=ee: self._on_pose(ee, msg), 10,
+                                            callback_group=polled)
+            twist = self.create_subscription(TwistStamped, f'~/{ee}/target_twist',
+                                             lambda msg, ee=ee: self._on_twist(ee, msg), 10,
+                                             callback_group=polled)
+            self._target_subs += [(pose, pose.callback), (twist, twist.callback)]
             pub = self.create_publisher(Bool, f'~/{ee}/goal_reached', latched)
             pub.publish(Bool(data=False))
             self._goal_pubs.append(pub)
@@ -208,7 +222,8 @@ class IkControllerNode(Node):
         self.create_service(Trigger, '~/hold', self._on_hold)
         self.create_service(Trigger, '~/resume', self._on_resume)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.create_timer(1.0 / values['rate_hz'], self._tick)
+        if polled is None:
+            self.create_timer(self.period, self._tick)
         self.create_timer(1.0 / values['diagnostics_rate'], self._publish_diagnostics)
         self.get_logger().info(
             f"controlling {len(self.model.joint_names)} joints of '{self.model.name}' at "
@@ -331,14 +346,47 @@ class IkControllerNode(Node):
 
     # ------------------------------------------------------------------ the loop
     def _tick(self):
+        """Run one tick from the executor's timer (``loop: timer``)."""
         t0 = time.perf_counter()
+        self._control()
+        self.stats.record(t0, time.perf_counter() - t0, np.nan)
+
+    def _control(self):
         command = self.controller.update(self._now())
         if command is not None:
             self._publish_command(command)
         if np.any(self.controller.goal_reached != self._last_goal):
             self._publish_goal()
-        self._tick_times[self._tick_count % self._tick_times.size] = time.perf_counter() - t0
-        self._tick_count += 1
+        return command
+
+    def realtime_tick(self, state):
+        """
+        Run one tick of the :class:`RealtimeLoop` (``loop: on_joint_states``).
+
+        ``state`` is the newest joint_states message (or None); pending goals are taken
+        from their subscriptions first, newest last. Returns the age [s] of ``state`` when
+        the command is published: the joint_states-to-command latency.
+        """
+        if state is not None:
+            self._on_joint_state(state)
+        for sub, callback in self._target_subs:
+            message = take_latest(sub)
+            if message is not None:
+                callback(message)
+        command = self._control()
+        if state is None or command is None:
+            return None
+        return self._now() - time_to_sec(state.header.stamp)
+
+    def spin(self, executor):
+        """Run the node: the realtime loop, or the executor alone (``loop: timer``)."""
+        if self.values['loop'] == 'timer':
+            executor.spin()
+            return
+        self.loop = RealtimeLoop(self, executor, self.period, self.realtime_tick,
+                                 trigger=self.joint_state_sub,
+                                 priority=self.values['realtime_priority'], stats=self.stats)
+        self.loop.run()
 
     def _publish_command(self, command):
         points = self._traj.points
@@ -347,8 +395,8 @@ class IkControllerNode(Node):
             self._traj.points = points
         for point, t, q, v in zip(points, command.times, command.positions, command.velocities):
             sec_to_duration(t, point.time_from_start)
-            point.positions = q.tolist()
-            point.velocities = v.tolist()
+            write_float_array(point, 'positions', q)
+            write_float_array(point, 'velocities', v)
         self._out.publish(self._traj)
 
     def _publish_goal(self, force=False):
@@ -375,12 +423,8 @@ class IkControllerNode(Node):
         if c.initialized:
             from ik_control.ik.nullspace import manipulability
             values.append(('manipulability', f'{manipulability(c.solver.J):.4g}'))
-        n = min(self._tick_count, self._tick_times.size)
-        if n:
-            ticks = self._tick_times[:n] * 1e6
-            values += [('tick_us_median', f'{np.median(ticks):.1f}'),
-                       ('tick_us_p99', f'{np.percentile(ticks, 99):.1f}'),
-                       ('tick_us_max', f'{ticks.max():.1f}')]
+        values += [(key, f'{value:.1f}') for key, value in
+                   self.stats.summary(self.period).items()]
         msg = DiagnosticArray()
         msg.header.stamp = self.clock_.now().to_msg()
         msg.status = [DiagnosticStatus(
@@ -394,10 +438,7 @@ def main(args=None):
     """Entry point of ``ros2 run ik_control ik_controller``."""
     import sys
 
-    def executor_kind(node):
-        return node.values['executor']
-
-    sys.exit(run_node(NODE_NAME, IkControllerNode, args=args, executor=executor_kind))
+    sys.exit(run_node(NODE_NAME, IkControllerNode, args=args))
 
 
 if __name__ == '__main__':

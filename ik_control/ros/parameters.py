@@ -93,19 +93,23 @@ def make_executor(kind):
 
 def run_node(name, factory, args=None, executor='single_threaded'):
     """
-    Init rclpy, build the node with ``factory()``, spin until shutdown; returns exit code.
+    Run a node: init rclpy, build it with ``factory()``, spin until shutdown.
 
-    A :class:`StartupError` is printed as one line on stderr and gives exit status 2.
-    ``executor`` may be a callable taking the node and returning the executor kind.
+    A :class:`StartupError` is printed as one line on stderr and gives exit status 2. A
+    node with a ``spin(executor)`` method runs itself (its own loop); others are spun.
+    Returns the exit code.
     """
     rclpy.init(args=args)
     node = None
     try:
         node = factory()
-        kind = executor(node) if callable(executor) else executor
-        ex = make_executor(kind)
+        ex = make_executor(executor)
         ex.add_node(node)
-        ex.spin()
+        spin = getattr(node, 'spin', None)
+        if spin is None:
+            ex.spin()
+        else:
+            spin(ex)
         return 0
     except StartupError as exc:
         print(f'[{name}] startup failed: {exc}', file=sys.stderr, flush=True)

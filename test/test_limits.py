@@ -1,0 +1,143 @@
+"""Commanded positions, velocities and accelerations stay within limits: properties."""
+
+from hypothesis import given, HealthCheck, settings, strategies as st
+from ik_control import robots
+from ik_control.control import limits
+from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.ik.solver import METHODS, SolverConfig
+import numpy as np
+
+WAM = robots.robot('wam')
+SIMON = robots.robot('simon')
+SETTINGS = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.floats(1e-4, 0.02), st.floats(0.0, 0.1),
+       st.floats(-1e6, 1e6))
+def test_one_limited_step_respects_every_limit(seed, dt, margin, scale):
+    """From any state the limiter itself produced, the next command is within limits."""
+    rng = np.random.default_rng(seed)
+    n = 7
+    lower, upper = -rng.uniform(0.5, 3, n), rng.uniform(0.5, 3, n)
+    v_max, a_max = rng.uniform(0.1, 5, n), rng.uniform(0.5, 50, n)
+    q = rng.uniform(lower + margin, upper - margin)
+    v_prev = np.zeros(n)
+    out = np.zeros(n)
+    # reach a random feasible state by running the limiter from rest
+    for _ in range(int(rng.integers(0, 50))):
+        limits.limit_velocity(q, v_prev, rng.normal(0, 3, n), lower, upper, margin, v_max,
+                              a_max, dt, out)
+        q = q + out * dt
+        v_prev = out.copy()
+    v_des = rng.normal(0, 1, n) * scale
+    limits.limit_velocity(q, v_prev, v_des, lower, upper, margin, v_max, a_max, dt, out)
+    q_next = q + out * dt
+    assert np.all(np.isfinite(out))
+    assert np.all(np.abs(out) <= v_max * (1 + 1e-9))
+    assert np.all(np.abs(out - v_prev) <= a_max * dt * (1 + 1e-9) + 1e-12)
+    assert np.all(q_next >= lower + margin - 1e-9) and np.all(q_next <= upper - margin + 1e-9)
+
+
+def _run(model, config, q0, targets, seconds, rng, stale_at=None):
+    """Closed loop on an ideal robot; yields every command the controller issues."""
+    controller = ResolvedRateController(model, config)
+    q = q0.copy()
+    t = 0.0
+    dt = 1.0 / config.rate_hz
+    controller.set_joint_state(model.joint_names, q, t)
+    steps = int(seconds * config.rate_hz)
+    switch = max(1, steps // max(1, len(targets)))
+    for k in range(steps):
+        t += dt
+        if k % switch == 0 and targets:
+            frame, T = targets.pop(0)
+            controller.set_target_matrix(frame, T)
+        if stale_at is None or k < stale_at:
+            controller.set_joint_state(model.joint_names, q, t)
+        command = controller.update(t)
+        if command is None:
+            continue
+        yield controller, command
+        q = command.positions[-1].copy()
+
+
+def _random_targets(model, rng, count):
+    """Goals: reachable poses, far unreachable ones and some at a singular configuration."""
+    out = []
+    for _ in range(count):
+        frame = model.end_effector_names[int(rng.integers(len(model.end_effector_names)))]
+        i = model.end_effector_names.index(frame)
+        T = model.frame_placements(model.random_configurations(1, rng)[0])[i]
+        kind = rng.integers(3)
+        if kind == 1:
+            T[:3, 3] += rng.normal(0, 3.0, 3)  # most likely out of reach
+        elif kind == 2:
+            T = model.frame_placements(np.zeros(model.nq))[i]  # straight: singular
+        out.append((frame, T))
+    return out
+
+
+def _check_commands(model, config, commands):
+    dt = 1.0 / config.rate_hz
+    v_max = model.velocity_limit * config.velocity_scale
+    a_max = config.max_acceleration[0]
+    lo = model.lower + config.position_margin - 1e-9
+    hi = model.upper - config.position_margin + 1e-9
+    v_prev = np.zeros(model.nq)
+    count = 0
+    for _, command in commands:
+        times = np.concatenate([[0.0], command.times])
+        for k in range(len(command.times)):
+            q, v = command.positions[k], command.velocities[k]
+            assert np.all(np.isfinite(q)) and np.all(np.isfinite(v))
+            assert np.all(q >= lo) and np.all(q <= hi)
+            assert np.all(np.abs(v) <= v_max * (1 + 1e-9))
+            step = times[k + 1] - times[k] if len(command.times) > 1 else dt
+            assert np.all(np.abs(v - v_prev) <= a_max * step * (1 + 1e-6) + 1e-9)
+            v_prev = v.copy()  # the controller reuses its buffers
+            count += 1
+    return count
+
+
+@SETTINGS
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from(sorted(METHODS)),
+       st.sampled_from([250.0, 500.0, 1000.0]), st.floats(0.0, 0.1), st.floats(0.2, 1.0),
+       st.floats(1.0, 40.0), st.floats(0.5, 30.0))
+def test_closed_loop_commands_stay_within_limits(seed, method, rate, margin, v_scale, accel,
+                                                 gain):
+    rng = np.random.default_rng(seed)
+    config = ControllerConfig(rate_hz=rate, gain=min(gain, rate), position_margin=margin,
+                              velocity_scale=v_scale, max_acceleration=(accel,),
+                              solver=SolverConfig(method=method, max_joint_step=0.0,
+                                                  centering_gain=float(rng.uniform(0, 0.1))))
+    q0 = WAM.random_configurations(1, rng, margin=0.1)[0]
+    stale_at = int(rng.integers(50, 250)) if rng.random() < 0.3 else None
+    commands = _run(WAM, config, q0, _random_targets(WAM, rng, 3), 0.6, rng, stale_at)
+    assert _check_commands(WAM, config, commands) > 0
+
+
+@SETTINGS
+@given(st.integers(0, 2 ** 32 - 1))
+def test_simon_two_hands_commands_stay_within_limits(seed):
+    rng = np.random.default_rng(seed)
+    config = ControllerConfig(rate_hz=1000.0)
+    q0 = robots.ready_pose('simon')
+    commands = _run(SIMON, config, q0, _random_targets(SIMON, rng, 3), 0.5, rng)
+    assert _check_commands(SIMON, config, commands) > 0
+
+
+@SETTINGS
+@given(st.integers(0, 2 ** 32 - 1))
+def test_a_reachable_goal_is_approached(seed):
+    rng = np.random.default_rng(seed)
+    config = ControllerConfig(rate_hz=500.0)
+    q0 = WAM.random_configurations(1, rng, margin=0.15)[0]
+    goal_q = np.clip(q0 + rng.normal(0, 0.3, WAM.nq), WAM.lower + 0.15, WAM.upper - 0.15)
+    goal = WAM.frame_placements(goal_q)[0]
+    start = np.linalg.norm(WAM.frame_placements(q0)[0, :3, 3] - goal[:3, 3])
+    last = None
+    for controller, _ in _run(WAM, config, q0, [('tool', goal)], 3.0, rng):
+        last = controller
+    assert last.solver.err_pos[0] < max(0.2 * start, 2e-3)
