@@ -31,7 +31,6 @@ from ik_control.ik.solver import METHODS
 from ik_control.kinematics import RobotModel
 from ik_control.ros import ik_controller_node, sim_robot_node
 from ik_control.ros.parameters import Param
-from ik_control.sim.urdf_joints import parse_urdf_joints, select_joints
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
@@ -495,11 +494,11 @@ def test_frames_and_joints_exist_in_urdf(robot, params):
                                  end_effectors=list(zip(ctrl['end_effectors'],
                                                         ctrl['end_effector_modes'])))
     assert model.end_effector_names == tuple(ctrl['end_effectors'])
-    text = open(urdf, encoding='utf-8').read()
-    names, lower, upper = select_joints(parse_urdf_joints(text), sim['joints'])
+    sim_model = RobotModel.from_urdf(urdf, joints=sim['joints'])
     q0 = np.array(sim['initial_positions'])
-    assert list(names) == sim['joints']
-    assert np.all((lower <= q0) & (q0 <= upper)), 'ready pose outside the joint limits'
+    assert list(sim_model.joint_names) == sim['joints']
+    assert np.all((sim_model.lower <= q0) & (q0 <= sim_model.upper)), \
+        'ready pose outside the joint limits'
 
 
 # ---------------------------------------------------------------- both nodes, for real

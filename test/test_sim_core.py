@@ -5,9 +5,8 @@ import time
 from hypothesis import given, HealthCheck, settings
 from hypothesis import strategies as st
 
-from ik_control.sim import (
-    JointTrajectorySampler, KinematicSim, MujocoSim, parse_urdf_joints, select_joints,
-    strip_geometry)
+from ik_control.kinematics import RobotModel
+from ik_control.sim import JointTrajectorySampler, KinematicSim, MujocoSim
 import numpy as np
 import pytest
 from sim_test_urdf import three_joint_urdf, WAM_URDF_PATH
@@ -200,29 +199,6 @@ def test_sampler_constructor_validation():
         JointTrajectorySampler(['a', 'b'], [0])
 
 
-# ----------------------------------------------------------- URDF parsing
-
-def test_urdf_joint_table_and_selection():
-    joints = parse_urdf_joints(three_joint_urdf(gripper=True))
-    assert [j.name for j in joints] == ['j1', 'j2', 'j3', 'tool_joint', 'finger_left',
-                                        'finger_right']
-    names, lower, upper = select_joints(joints, [])
-    assert names == ['j1', 'j2', 'j3', 'finger_left']  # fixed and mimic excluded
-    assert lower == [-2.0, -1.5, -2.0, 0.0] and upper == [2.0, 1.5, 2.0, 0.04]
-    with pytest.raises(ValueError, match=r"unknown joint\(s\) \['nope'\]"):
-        select_joints(joints, ['j1', 'nope'])
-    with pytest.raises(ValueError, match='mimics'):
-        select_joints(joints, ['finger_right'])
-    with pytest.raises(ValueError, match='not revolute'):
-        select_joints(joints, ['tool_joint'])
-    with pytest.raises(ValueError, match='not valid XML'):
-        parse_urdf_joints('<robot><joint')
-    with pytest.raises(ValueError, match='expected <robot>'):
-        parse_urdf_joints('<sdf/>')
-    stripped = strip_geometry(three_joint_urdf())
-    assert '<visual' not in stripped and '<collision' not in stripped
-
-
 # ------------------------------------------------------------ KinematicSim
 
 LOWER = np.array([-1.0, -2.0, 0.0])
@@ -376,11 +352,22 @@ def test_mujoco_clips_setpoint_to_joint_range():
     assert sim.position[1] == pytest.approx(1.5, abs=1e-2)
 
 
-def test_mujoco_rejects_bad_urdf():
+def test_mujoco_joints_and_errors_are_robot_models():
+    urdf = three_joint_urdf(gripper=True)
+    sim = MujocoSim(urdf)
+    assert sim.joint_names == RobotModel.from_urdf(urdf).joint_names  # fixed, mimic left out
+    np.testing.assert_array_equal(sim.lower, [-2.0, -1.5, -2.0, 0.0])
+    np.testing.assert_array_equal(sim.upper, [2.0, 1.5, 2.0, 0.04])
+    assert sim.model.ngeom == 0  # <visual> (a missing mesh) and <collision> stripped
+    for joints, match in ((['j1', 'nope'], r"unknown joints \['nope'\]"),
+                          (['finger_right'], 'mimic'),
+                          (['tool_joint'], r"unknown joints \['tool_joint'\]")):
+        with pytest.raises(ValueError, match=match):
+            MujocoSim(urdf, joint_names=joints)
     with pytest.raises(ValueError, match='not valid XML'):
         MujocoSim('<robot>')
-    with pytest.raises(ValueError, match='initial_positions'):
-        MujocoSim(three_joint_urdf(), initial_positions=[0.0])
+    with pytest.raises(ValueError, match=r"initial_positions has 1 values for 4 joints \['j1'"):
+        MujocoSim(urdf, initial_positions=[0.0])
 
 
 @pytest.mark.parametrize('gravity_compensation', [True, False])

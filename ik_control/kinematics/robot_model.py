@@ -136,7 +136,7 @@ class RobotModel:
         multiplier = np.ones(nt)
         offset = np.zeros(nt)
         ctrl_index[idx] = np.arange(self.nq)
-        q_locked = np.clip(np.zeros(nt), np.minimum(tree_lower, 0.0), np.maximum(tree_upper, 0.0))
+        q_locked = np.clip(np.zeros(nt), tree_lower, tree_upper)  # locked at 0, kept in limits
         for name_, value in (locked_positions or {}).items():
             if name_ not in index:
                 raise ModelError(f"locked position given for unknown joint '{name_}'")

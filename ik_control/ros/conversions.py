@@ -16,9 +16,9 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 __all__ = [
-    'JointTrajectoryArrays', 'JointStateReorder', 'arrays_to_joint_state',
-    'arrays_to_joint_trajectory', 'joint_trajectory_to_arrays', 'sec_to_duration',
-    'sec_to_time', 'time_to_sec',
+    'JointTrajectoryArrays', 'arrays_to_joint_state', 'arrays_to_joint_trajectory',
+    'joint_trajectory_to_arrays', 'sec_to_duration', 'sec_to_time', 'time_to_sec',
+    'write_float_array',
 ]
 
 
@@ -50,18 +50,39 @@ def sec_to_duration(t: float, msg: Optional[Duration] = None) -> Duration:
     return msg
 
 
-def _write(msg, field: str, values) -> None:
-    """Set a float64[] field from an array, in place when the length is unchanged."""
+def write_float_array(msg, field: str, values) -> None:
+    """
+    Set the ``float64[]`` field ``field`` of ``msg`` to ``values`` (None empties it).
+
+    When ``values`` has the field's length, the message's own ``array.array('d')`` is
+    overwritten in place; a float64 numpy vector is then copied through the buffer
+    protocol without creating Python floats (cheaper than ``values.tolist()``).
+    Otherwise the field gets a new ``array.array('d')``.
+    """
+    current = getattr(msg, field)
     if values is None:
-        if len(getattr(msg, field)):
+        if len(current):
             setattr(msg, field, array.array('d'))
         return
-    values = np.asarray(values, dtype=float).reshape(-1)
-    current = getattr(msg, field)
-    if isinstance(current, array.array) and len(current) == values.size and values.size:
-        np.frombuffer(current, dtype=float)[:] = values
+    try:
+        memoryview(current)[:] = values
+        return
+    except (TypeError, ValueError):  # not a float64 vector of the field's length
+        values = np.ascontiguousarray(values, dtype=float).reshape(-1)
+    if isinstance(current, array.array) and len(current) == values.size:
+        memoryview(current)[:] = values
     else:
         setattr(msg, field, array.array('d', values.tobytes()))
+
+
+def _set_stamp(header, stamp) -> None:
+    """Set ``header.stamp`` from a ``builtin_interfaces/Time``, an rclpy Time or seconds."""
+    if isinstance(stamp, Time):
+        header.stamp = stamp
+    elif hasattr(stamp, 'to_msg'):
+        header.stamp = stamp.to_msg()
+    else:
+        sec_to_time(stamp, header.stamp)
 
 
 def arrays_to_joint_state(names: Sequence[str], position, velocity=None, effort=None,
@@ -84,74 +105,13 @@ def arrays_to_joint_state(names: Sequence[str], position, velocity=None, effort=
     """
     msg = JointState() if msg is None else msg
     if stamp is not None:
-        if isinstance(stamp, Time):
-            msg.header.stamp = stamp
-        elif hasattr(stamp, 'to_msg'):
-            msg.header.stamp = stamp.to_msg()
-        else:
-            sec_to_time(stamp, msg.header.stamp)
+        _set_stamp(msg.header, stamp)
     if list(msg.name) != list(names):
         msg.name = list(names)
-    _write(msg, 'position', position)
-    _write(msg, 'velocity', velocity)
-    _write(msg, 'effort', effort)
+    write_float_array(msg, 'position', position)
+    write_float_array(msg, 'velocity', velocity)
+    write_float_array(msg, 'effort', effort)
     return msg
-
-
-class JointStateReorder:
-    """
-    Read a ``JointState`` (any joint order, extra joints ignored) into a fixed order.
-
-    The name-to-index map is cached for the last ``msg.name`` seen, so a
-    stream of messages with the same names costs one list comparison and two
-    numpy gathers per message.
-    """
-
-    def __init__(self, joint_names: Sequence[str]):
-        """Store the joint order ``joint_names`` that every result follows."""
-        self.joint_names = tuple(joint_names)
-        self._names = None
-        self._idx = None
-
-    def indices(self, names: Sequence[str]) -> np.ndarray:
-        """
-        Return, for each of :attr:`joint_names`, its index in ``names``.
-
-        Raises :class:`ValueError` naming the joints that are missing.
-        """
-        if self._names is None or list(names) != self._names:
-            lookup = {name: i for i, name in enumerate(names)}
-            missing = [n for n in self.joint_names if n not in lookup]
-            if missing:
-                raise ValueError('joint_states lacks joint(s) %s' % missing)
-            self._idx = np.array([lookup[n] for n in self.joint_names], dtype=np.intp)
-            self._names = list(names)
-        return self._idx
-
-    def __call__(self, msg: JointState, position_out=None, velocity_out=None
-                 ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-        """
-        Return ``(position, velocity)`` in :attr:`joint_names` order.
-
-        ``velocity`` is None when the message has no velocities. Raises
-        :class:`ValueError` for missing joints, a position/velocity array
-        shorter than ``name`` or non-finite positions.
-        """
-        idx = self.indices(msg.name)
-        n_names = len(msg.name)
-        if len(msg.position) != n_names:
-            raise ValueError('joint_states has %d names but %d positions'
-                             % (n_names, len(msg.position)))
-        position = np.take(np.asarray(msg.position, dtype=float), idx, out=position_out)
-        if not np.all(np.isfinite(position)):
-            raise ValueError('joint_states has non-finite positions')
-        velocity = None
-        if len(msg.velocity):
-            if len(msg.velocity) != n_names:
-                raise ValueError('joint_states has %d names but %d velocities'
-                                 % (n_names, len(msg.velocity)))
-            velocity = np.take(np.asarray(msg.velocity, dtype=float), idx, out=velocity_out)
-        return position, velocity
 
 
 class JointTrajectoryArrays(NamedTuple):
@@ -195,7 +155,7 @@ def joint_trajectory_to_arrays(msg: JointTrajectory) -> JointTrajectoryArrays:
             raise ValueError('point %d has %d positions for %d joint_names'
                              % (i, len(p.positions), m))
         positions[i] = p.positions
-        times[i] = p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
+        times[i] = time_to_sec(p.time_from_start)
         if velocities is not None:
             if len(p.velocities) != m:
                 raise ValueError('point %d has %d velocities for %d joint_names'
@@ -233,19 +193,14 @@ def arrays_to_joint_trajectory(joint_names: Sequence[str], times, positions,
     positions = np.asarray(positions, dtype=float).reshape(times.size, -1)
     if velocities is not None:
         velocities = np.asarray(velocities, dtype=float).reshape(positions.shape)
-    if isinstance(stamp, Time):
-        msg.header.stamp = stamp
-    elif hasattr(stamp, 'to_msg'):
-        msg.header.stamp = stamp.to_msg()
-    else:
-        sec_to_time(stamp, msg.header.stamp)
+    _set_stamp(msg.header, stamp)
     msg.header.frame_id = frame_id
     if list(msg.joint_names) != list(joint_names):
         msg.joint_names = list(joint_names)
     if len(msg.points) != times.size:
         msg.points = [JointTrajectoryPoint() for _ in range(times.size)]
     for i, p in enumerate(msg.points):
-        _write(p, 'positions', positions[i])
-        _write(p, 'velocities', None if velocities is None else velocities[i])
+        write_float_array(p, 'positions', positions[i])
+        write_float_array(p, 'velocities', None if velocities is None else velocities[i])
         sec_to_duration(times[i], p.time_from_start)
     return msg

@@ -70,6 +70,9 @@ PARAMETERS = {
     'realtime_priority': Param(0, 'SCHED_FIFO priority of the loop (1-98; needs '
                                   'CAP_SYS_NICE or an rtprio limit); 0 = normal scheduling.',
                                0, 98),
+    'statistics_file': Param('', 'If set, the loop statistics (tick start, compute time, '
+                                 'joint_states age; s) are written to this .npz file at '
+                                 'shutdown (used by ik_control bench loop).'),
     'joint_state_timeout': Param(_C.joint_state_timeout, 'joint_states older than this '
                                  'stop the arm [s].', 0.001, 10.0, True),
     'twist_timeout': Param(_C.twist_timeout, 'A target_twist is followed for this long '
@@ -381,12 +384,20 @@ class IkControllerNode(Node):
     def spin(self, executor):
         """Run the node: the realtime loop, or the executor alone (``loop: timer``)."""
         if self.values['loop'] == 'timer':
-            executor.spin()
+            try:
+                executor.spin()
+            finally:
+                if self.values['statistics_file']:
+                    self.stats.save(self.values['statistics_file'])
             return
         self.loop = RealtimeLoop(self, executor, self.period, self.realtime_tick,
                                  trigger=self.joint_state_sub,
                                  priority=self.values['realtime_priority'], stats=self.stats)
-        self.loop.run()
+        try:
+            self.loop.run()
+        finally:
+            if self.values['statistics_file']:
+                self.stats.save(self.values['statistics_file'])
 
     def _publish_command(self, command):
         points = self._traj.points

@@ -88,30 +88,38 @@ class LoopStats:
         self.age[i] = age
         self.count += 1
 
-    def summary(self, period):
-        """Rate [Hz], period jitter, compute and age percentiles [us] of the buffered ticks."""
+    def arrays(self):
+        """Return the buffered ticks in time order: start, compute, age [s]."""
         n = min(self.count, self.start.size)
-        if n < 3:
-            return {}
         order = np.argsort(self.start[:n])
-        start = self.start[:n][order]
-        intervals = np.diff(start)
-        jitter = np.abs(intervals - period) * 1e6
-        compute = self.compute[:n] * 1e6
-        age = self.age[:n][~np.isnan(self.age[:n])] * 1e6
-        out = {'ticks': int(n), 'rate_hz': float((n - 1) / (start[-1] - start[0])),
-               'jitter_us_p50': float(np.percentile(jitter, 50)),
-               'jitter_us_p99': float(np.percentile(jitter, 99)),
-               'jitter_us_p999': float(np.percentile(jitter, 99.9)),
-               'jitter_us_max': float(jitter.max()),
-               'compute_us_p50': float(np.percentile(compute, 50)),
-               'compute_us_p99': float(np.percentile(compute, 99)),
-               'compute_us_max': float(compute.max())}
-        if age.size:
-            out.update({'latency_us_p50': float(np.percentile(age, 50)),
-                        'latency_us_p99': float(np.percentile(age, 99)),
-                        'latency_us_max': float(age.max())})
-        return out
+        return self.start[:n][order], self.compute[:n][order], self.age[:n][order]
+
+    def save(self, path):
+        """Write the buffered ticks to ``path`` (.npz with start, compute, age [s])."""
+        start, compute, age = self.arrays()
+        np.savez(path, start=start, compute=compute, age=age)
+
+    def summary(self, period):
+        """Return :func:`summarize` of the buffered ticks."""
+        start, compute, age = self.arrays()
+        return summarize(start, compute, age, period)
+
+
+def summarize(start, compute, age, period):
+    """Return rate [Hz], period jitter, compute and age percentiles [us] of ticks (in s)."""
+    if start.size < 3:
+        return {}
+    jitter = np.abs(np.diff(start) - period) * 1e6
+    compute = compute * 1e6
+    age = age[~np.isnan(age)] * 1e6
+    out = {'ticks': int(start.size),
+           'rate_hz': float((start.size - 1) / (start[-1] - start[0]))}
+    for name, values in (('jitter', jitter), ('compute', compute), ('latency', age)):
+        if values.size:
+            p50, p99, p999 = np.percentile(values, [50, 99, 99.9])
+            out.update({f'{name}_us_p50': float(p50), f'{name}_us_p99': float(p99),
+                        f'{name}_us_p999': float(p999), f'{name}_us_max': float(values.max())})
+    return out
 
 
 def set_realtime_priority(priority, logger):

@@ -14,14 +14,25 @@ from typing import Optional, Sequence, Tuple
 from ik_control.sim.trajectory import JointTrajectorySampler
 import numpy as np
 
-__all__ = ['SimRobot', 'default_initial_positions']
+__all__ = ['SimRobot', 'clip_initial_positions']
 
 
-def default_initial_positions(lower, upper) -> np.ndarray:
-    """Return ``clip(0, lower, upper)``: zero clamped into the joint limits [rad or m]."""
+def clip_initial_positions(joint_names: Sequence[str], lower, upper,
+                           positions=None) -> np.ndarray:
+    """
+    Return ``positions`` (default: zeros) clipped into ``[lower, upper]`` [rad or m].
+
+    Raises :class:`ValueError` when ``positions`` does not have one value per joint.
+    """
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
-    return np.clip(np.zeros(lower.shape), lower, upper)
+    if positions is None:
+        return np.clip(np.zeros(lower.shape), lower, upper)
+    q0 = np.array(positions, dtype=float).reshape(-1)
+    if q0.shape != lower.shape:
+        raise ValueError('initial_positions has %d values for %d joints %s'
+                         % (q0.size, lower.size, list(joint_names)))
+    return np.clip(q0, lower, upper)
 
 
 class SimRobot:

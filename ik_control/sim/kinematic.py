@@ -2,7 +2,7 @@
 
 from typing import Optional, Sequence
 
-from ik_control.sim.base import default_initial_positions, SimRobot
+from ik_control.sim.base import clip_initial_positions, SimRobot
 from ik_control.sim.trajectory import JointTrajectorySampler
 import numpy as np
 
@@ -57,14 +57,7 @@ class KinematicSim(SimRobot):
         if not np.isfinite(tau) or tau < 0.0:
             raise ValueError('lag time constant tau must be finite and >= 0, got %r' % tau)
         self.tau = tau
-        if initial_positions is None:
-            q0 = default_initial_positions(self.lower, self.upper)
-        else:
-            q0 = np.array(initial_positions, dtype=float).reshape(-1)
-            if q0.shape != (n,):
-                raise ValueError('initial_positions has %d values for %d joints'
-                                 % (q0.size, n))
-            q0 = np.clip(q0, self.lower, self.upper)
+        q0 = clip_initial_positions(self._names, self.lower, self.upper, initial_positions)
         self._time = float(t0)
         self._position = q0.copy()
         self._velocity = np.zeros(n)

@@ -1,10 +1,12 @@
 r"""
 MuJoCo physics simulated robot with position servos tracking the JTC setpoint.
 
-The URDF is loaded by MuJoCo's own URDF importer (``mujoco.MjSpec.from_string``)
-after its ``<visual>`` and ``<collision>`` elements are removed: the simulator
-models the rigid-body dynamics of the arm only (no meshes to resolve, no
-contacts). Every link that moves needs an ``<inertial>``.
+The URDF is read by :meth:`ik_control.kinematics.RobotModel.from_urdf` (joint
+selection, default order, mimic table and their errors, as for the controller),
+then loaded by MuJoCo's own URDF importer (``mujoco.MjSpec.from_string``) after
+its ``<visual>`` and ``<collision>`` elements are removed: the simulator models
+the rigid-body dynamics of the arm only (no meshes to resolve, no contacts).
+Every link that moves needs an ``<inertial>``.
 
 Model built through :class:`mujoco.MjSpec`:
 
@@ -32,10 +34,12 @@ Model built through :class:`mujoco.MjSpec`:
 
 import math
 from typing import Optional, Sequence
+from xml.etree import ElementTree
 
-from ik_control.sim.base import default_initial_positions, SimRobot
+from ik_control.kinematics import RobotModel
+from ik_control.kinematics.robot_model import _mimic_table
+from ik_control.sim.base import clip_initial_positions, SimRobot
 from ik_control.sim.trajectory import JointTrajectorySampler
-from ik_control.sim.urdf_joints import parse_urdf_joints, select_joints, strip_geometry
 import numpy as np
 
 __all__ = ['MujocoSim']
@@ -47,17 +51,27 @@ def _integrator(mujoco):
     return getattr(kinds, 'mjINT_DISCRETE', kinds.mjINT_IMPLICITFAST)
 
 
+def _without_geometry(urdf_xml: str) -> str:
+    """Return the URDF without its ``<visual>`` and ``<collision>`` elements."""
+    root = ElementTree.fromstring(urdf_xml)
+    for link in root.iter('link'):
+        for elem in link.findall('visual') + link.findall('collision'):
+            link.remove(elem)
+    return ElementTree.tostring(root, encoding='unicode')
+
+
 class MujocoSim(SimRobot):
     """
     Physics simulation of a URDF robot whose joints track a trajectory setpoint.
 
     Parameters
     ----------
-    urdf_xml:
-        URDF as an XML string.
+    urdf:
+        URDF file path or XML string.
     joint_names:
-        Commanded joints (the order of every array); default: all non-fixed,
-        non-mimic joints in URDF order.
+        Commanded joints (the order of every array); default: every non-fixed,
+        non-mimic joint in :attr:`RobotModel.joint_names` order (pinocchio's
+        depth-first tree order, which may differ from the URDF's document order).
     initial_positions:
         Initial positions of the commanded joints [rad or m]; default
         ``clip(0, lower, upper)``.
@@ -82,7 +96,7 @@ class MujocoSim(SimRobot):
 
     """
 
-    def __init__(self, urdf_xml: str, joint_names: Optional[Sequence[str]] = None,
+    def __init__(self, urdf: str, joint_names: Optional[Sequence[str]] = None,
                  initial_positions: Optional[Sequence[float]] = None,
                  kp: float = 2000.0, kv: float = 0.0,
                  gravity_compensation: bool = True, timestep: float = 1e-3,
@@ -91,31 +105,20 @@ class MujocoSim(SimRobot):
         import mujoco  # imported here: the kinematic backend does not need it
 
         self._mj = mujoco
-        urdf_joints = parse_urdf_joints(urdf_xml)
-        names, lower, upper = select_joints(urdf_joints, joint_names or [])
-        self._names = tuple(names)
-        n = len(names)
-        lower = np.array(lower)
-        upper = np.array(upper)
+        robot = RobotModel.from_urdf(urdf, joints=joint_names)
+        self._names = robot.joint_names
+        n = len(self._names)
         if not (np.isfinite(kp) and kp > 0.0):
             raise ValueError('kp must be finite and > 0, got %r' % kp)
         if not (np.isfinite(timestep) and timestep > 0.0):
             raise ValueError('timestep must be finite and > 0, got %r' % timestep)
-        if initial_positions is None:
-            q0 = default_initial_positions(lower, upper)
-        else:
-            q0 = np.array(initial_positions, dtype=float).reshape(-1)
-            if q0.shape != (n,):
-                raise ValueError('initial_positions has %d values for %d joints'
-                                 % (q0.size, n))
-            q0 = np.clip(q0, lower, upper)
-
-        held = [j for j in urdf_joints
-                if j.joint_type in ('revolute', 'continuous', 'prismatic')
-                and j.mimic is None and j.name not in self._names]
+        q0 = clip_initial_positions(self._names, robot.lower, robot.upper, initial_positions)
+        mimic = _mimic_table(robot.urdf_xml)
+        held = tuple(name for name in robot.tree_joint_names
+                     if name not in mimic and name not in self._names)
 
         try:
-            spec = mujoco.MjSpec.from_string(strip_geometry(urdf_xml))
+            spec = mujoco.MjSpec.from_string(_without_geometry(robot.urdf_xml))
         except ValueError as exc:
             raise ValueError('MuJoCo cannot load the URDF: %s' % exc) from None
         spec.option.timestep = float(timestep)
@@ -126,8 +129,7 @@ class MujocoSim(SimRobot):
                 body.gravcomp = 1.0
         # Commanded joints first, so that their controls are ctrl[:n]. The
         # control range is the joint range: MuJoCo clamps the setpoint.
-        ranges = {j.name: (j.lower, j.upper) for j in urdf_joints}
-        for jname in list(self._names) + [j.name for j in held]:
+        for jname in self._names + held:
             act = spec.add_actuator()
             act.name = jname + '_position'
             act.target = jname
@@ -136,12 +138,7 @@ class MujocoSim(SimRobot):
                 act.set_to_position(kp=float(kp), kv=float(kv))
             else:
                 act.set_to_position(kp=float(kp), dampratio=float(damping_ratio))
-            lo, hi = ranges[jname]
-            if np.isfinite(lo) and np.isfinite(hi):
-                act.ctrlrange = [lo, hi]
-                act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            else:
-                act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+            act.inheritrange = 1.0
         try:
             model = spec.compile()
         except ValueError as exc:
@@ -152,15 +149,15 @@ class MujocoSim(SimRobot):
         jid = np.array([model.joint(name).id for name in self._names], dtype=np.intp)
         self._qadr = model.jnt_qposadr[jid].copy()
         self._vadr = model.jnt_dofadr[jid].copy()
-        limited = model.jnt_limited[jid].astype(bool)
-        self.lower = np.where(limited, model.jnt_range[jid, 0], -np.inf)
-        self.upper = np.where(limited, model.jnt_range[jid, 1], np.inf)
+        self.lower = robot.lower.copy()
+        self.upper = robot.upper.copy()
 
         data.qpos[self._qadr] = q0
         data.ctrl[:n] = q0
-        for k, j in enumerate(held):
-            hq = float(np.clip(0.0, j.lower, j.upper))
-            data.qpos[model.jnt_qposadr[model.joint(j.name).id]] = hq
+        for k, jname in enumerate(held):
+            joint = model.joint(jname)
+            hq = float(np.clip(0.0, *model.jnt_range[joint.id]))
+            data.qpos[model.jnt_qposadr[joint.id]] = hq
             data.ctrl[n + k] = hq
         self._init_mimic_positions()
         mujoco.mj_forward(model, data)
@@ -187,9 +184,9 @@ class MujocoSim(SimRobot):
             data.qpos[model.jnt_qposadr[model.eq_obj1id[e]]] = np.polyval(c[::-1], q2)
 
     lower: np.ndarray
-    """Lower joint limits of the commanded joints [rad or m] (-inf if unlimited)."""
+    """Lower joint limits of the commanded joints [rad or m]."""
     upper: np.ndarray
-    """Upper joint limits of the commanded joints [rad or m] (+inf if unlimited)."""
+    """Upper joint limits of the commanded joints [rad or m]."""
 
     @property
     def timestep(self) -> float:

@@ -304,19 +304,9 @@ class JointTrajectorySampler:
         times = np.asarray(times_from_start, dtype=float).reshape(-1)
         if times.size == 0:
             raise ValueError('trajectory has no points')
-        n_points = times.size
-        pos = np.asarray(positions, dtype=float)
-        if pos.ndim != 2 or pos.shape != (n_points, m):
-            raise ValueError(
-                'positions have shape %s; expected (%d points, %d joints)'
-                % (pos.shape, n_points, m))
-        vel = None
-        if velocities is not None:
-            vel = np.asarray(velocities, dtype=float)
-            if vel.ndim != 2 or vel.shape != (n_points, m):
-                raise ValueError(
-                    'velocities have shape %s; expected (%d points, %d joints)'
-                    % (vel.shape, n_points, m))
+        pos = _point_values('positions', positions, times.size, m)
+        vel = None if velocities is None else _point_values('velocities', velocities,
+                                                            times.size, m)
         if not np.all(np.isfinite(times)):
             raise ValueError('non-finite time_from_start at point %d'
                              % int(np.flatnonzero(~np.isfinite(times))[0]))
@@ -346,6 +336,15 @@ class JointTrajectorySampler:
                     'trajectory with start time %.6f s ends at %.6f s, in the past '
                     '(now %.6f s)' % (start, start + times[-1], now))
         return idx, times, pos, vel, start
+
+
+def _point_values(label, values, n_points, m):
+    """Return ``values`` as an (n_points, m) float array, or raise ValueError naming ``label``."""
+    arr = np.asarray(values, dtype=float)
+    if arr.shape != (n_points, m):
+        raise ValueError('%s have shape %s; expected (%d points, %d joints)'
+                         % (label, arr.shape, n_points, m))
+    return arr
 
 
 def _duplicates(names):
