@@ -66,6 +66,7 @@ ENUMS = {
     (CONTROLLER, 'solver.method'): set(METHODS),
     (CONTROLLER, 'solver.error_mode'): set(ERROR_MODES),
     (CONTROLLER, 'loop'): {'on_joint_states', 'timer'},
+    (SIM, 'loop'): {'fixed_rate', 'timer'},
     (SIM, 'backend'): set(sim_robot_node.BACKENDS),
 }
 

@@ -21,6 +21,13 @@ its last command is a stop trajectory that brakes every joint at its acceleratio
 from the commanded state (``q(t) = q + v t - a sign(v) t^2 / 2`` until ``t = |v| / a``),
 then it commands nothing until states return (``STALE_STATE``); it resumes from the
 measured state, at rest.
+
+Times come from the caller's clock (the node's: system or simulated time). When it jumps
+backward (a simulation reset, a looping bag, a clock step), every time the controller
+keeps -- the state's, the twists', the last tick's -- is shifted by the jump, so ages
+carry on as if the clock had not jumped: a twist still times out ``twist_timeout`` after
+it arrived, and a state is still stale ``joint_state_timeout`` after it came. A forward
+jump is time that passed: twists time out, the state may go stale (the arm stops).
 """
 
 from dataclasses import dataclass, field, replace
@@ -39,6 +46,9 @@ UNREACHABLE_PROGRESS = 1e-3  # error decrease that counts as progress to a goal 
 STILL_SPEED = 0.01  # joint speed below which the arm counts as at rest [rad/s]
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
+STATE_LIMIT_TOLERANCE = 0.1  # measured positions further outside the limits are refused
+MAX_TWIST = 1e3  # twist components beyond this are refused as malformed [m/s, rad/s]
+RIGID_TOLERANCE = 1e-6  # |R^T R - I| and |det R - 1| accepted in a target matrix
 
 
 class Command(NamedTuple):
@@ -126,10 +136,27 @@ class ResolvedRateController:
         self._reseed_time = -math.inf
         self._best_error = np.full(ne, math.inf)
         self._best_time = np.full(ne, math.inf)
+        self._clock = -math.inf  # latest time seen, to notice backward clock jumps
         self.last_refusal = ''
         self.reseeds = 0
         self._name_cache = (None, None)
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
+        self._compile()
+
+    def _compile(self):
+        """
+        Run the compiled kernels once (loaded from numba's cache, or compiled).
+
+        A real-time loop must not spend its first tick compiling: this happens at
+        construction instead. The buffers are left as they would be before any tick.
+        """
+        q = self.model.center.copy()
+        self.solver.ws.update(q, jacobian=False)
+        self.solver.step(q, self.solver.ws.frame_T.copy())
+        limits_mod.limit_velocity(q, self.v_cmd, self._v_des, self.model.lower,
+                                  self.model.upper, 0.0, self.v_max, self.a_max, self.dt,
+                                  self._v_out)
+        self.solver.reset_targets()
         self._rot = np.zeros(3)
 
     # ------------------------------------------------------------------ configuration
@@ -150,11 +177,26 @@ class ResolvedRateController:
         self.v_max = v_max
         self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
         self.dt = 1.0 / config.rate_hz
+        self._state_lo = model.lower - STATE_LIMIT_TOLERANCE
+        self._state_hi = model.upper + STATE_LIMIT_TOLERANCE
         self.config = config
 
     # ------------------------------------------------------------------ inputs
+    def _observe_clock(self, now):
+        """Shift the kept times by a backward clock jump (module docstring)."""
+        jump = now - self._clock
+        if jump < 0.0:
+            self.state_time += jump
+            self._bad_input_time += jump
+            self._last_tick += jump
+            self._reseed_time += jump
+            self.twist_time += jump
+            self._best_time += jump
+        self._clock = now
+
     def refuse(self, now, reason):
         """Record a refused input (diagnostic ``BAD_INPUT`` for a second)."""
+        self._observe_clock(now)
         self._bad_input_time = now
         self.last_refusal = reason
 
@@ -163,7 +205,9 @@ class ResolvedRateController:
         Latest measured joint positions by name (any order; extra joints ignored).
 
         Raises :class:`InputError` for mismatched lengths, duplicate names, missing
-        controlled joints or non-finite values; the previous state is kept then.
+        controlled joints, non-finite values or positions more than
+        ``STATE_LIMIT_TOLERANCE`` outside the joint limits (a wrong joint mapping or a
+        sensor fault: commanding from there would be unsafe); the previous state is kept.
         """
         names = tuple(names)
         if len(names) != len(positions):
@@ -182,8 +226,14 @@ class ResolvedRateController:
             index = np.array([lookup[n] for n in self.model.joint_names], dtype=np.int64)
             self._name_cache = (names, index)
         q = np.asarray(positions, dtype=float)[index]
-        if not np.all(np.isfinite(q)):
-            raise InputError('joint_states positions contain NaN or infinite values')
+        if not (np.all(q >= self._state_lo) and np.all(q <= self._state_hi)):  # NaN fails too
+            if not np.all(np.isfinite(q)):
+                raise InputError('joint_states positions contain NaN or infinite values')
+            i = int(np.argmax(np.maximum(self._state_lo - q, q - self._state_hi)))
+            raise InputError(f"joint_states puts joint '{self.model.joint_names[i]}' at "
+                             f'{q[i]:.6g}, more than {STATE_LIMIT_TOLERANCE} outside its '
+                             f'limits [{self.model.lower[i]:.6g}, {self.model.upper[i]:.6g}]')
+        self._observe_clock(now)
         self.q_meas = q
         self.state_time = now
         self._fresh = True
@@ -205,8 +255,14 @@ class ResolvedRateController:
         self.set_target_matrix(frame, T)
 
     def set_target_matrix(self, frame, T):
-        """Pose goal as a finite 4x4 homogeneous matrix in the base frame."""
+        """
+        Pose goal as a finite 4x4 homogeneous matrix in the base frame.
+
+        Raises :class:`InputError` unless ``T`` is a finite rigid transform (rotation
+        orthonormal with determinant 1 within ``RIGID_TOLERANCE``, last row 0 0 0 1).
+        """
         i = self.end_effector_index(frame)
+        T = _rigid_transform(T)
         self.targets[i] = T
         self.mode[i] = MODE_POSE
         self.goal_reached[i] = False
@@ -215,10 +271,18 @@ class ResolvedRateController:
         self.solver.reset_targets()
 
     def set_twist_target(self, frame, linear, angular, now):
-        """Velocity goal for ``frame`` in base axes [m/s, rad/s], valid for ``twist_timeout``."""
+        """
+        Velocity goal for ``frame`` in base axes [m/s, rad/s], valid for ``twist_timeout``.
+
+        Components beyond ``MAX_TWIST`` are refused (:class:`InputError`): they are not
+        a command any arm could follow, and they would overflow the target integration.
+        """
         i = self.end_effector_index(frame)
         v = finite_vector(linear, 3, 'twist linear')
         w = finite_vector(angular, 3, 'twist angular')
+        if max(np.max(np.abs(v)), np.max(np.abs(w))) > MAX_TWIST:
+            raise InputError(f'twist components must be within {MAX_TWIST:g} m/s and rad/s')
+        self._observe_clock(now)
         if self.mode[i] != MODE_TWIST and self.initialized:
             self.targets[i] = self.solver.frame_T[i]
         self.twist[i, :3] = v
@@ -295,6 +359,7 @@ class ResolvedRateController:
         """
         cfg = self.config
         status = Status.NONE
+        self._observe_clock(now)
         if now - self._bad_input_time < 1.0:
             status |= Status.BAD_INPUT
         if self.q_meas is None:
@@ -423,6 +488,25 @@ class ResolvedRateController:
         """Placement (4x4, base frame) of end effector ``frame`` at the commanded state."""
         i = self.end_effector_index(frame)
         return self.solver.frame_T[i].copy()
+
+
+def _rigid_transform(T):
+    """Return ``T`` as a float 4x4 rigid transform, or raise :class:`InputError`."""
+    try:
+        T = np.asarray(T, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError('target matrix must be numbers') from None
+    if T.shape != (4, 4):
+        raise InputError(f'target matrix must be 4x4, got shape {T.shape}')
+    if not np.all(np.isfinite(T)):
+        raise InputError('target matrix contains NaN or infinite values')
+    R = T[:3, :3]
+    if (np.any(T[3] != (0.0, 0.0, 0.0, 1.0))
+            or np.max(np.abs(R.T @ R - np.eye(3))) > RIGID_TOLERANCE
+            or abs(np.linalg.det(R) - 1.0) > RIGID_TOLERANCE):
+        raise InputError('target matrix is not a rigid transform (rotation not orthonormal '
+                         'with determinant 1, or last row not 0 0 0 1)')
+    return T
 
 
 def _exp3(w):

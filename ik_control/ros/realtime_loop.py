@@ -196,7 +196,12 @@ class RealtimeLoop:
                 self._sleep_until(next_tick)
                 message = None
             start = time.perf_counter()
-            age = self.tick(message)
+            try:
+                age = self.tick(message)
+            except Exception:  # noqa: B902 - a shutdown mid-tick invalidates the publishers
+                if context.ok():
+                    raise
+                return
             end = time.perf_counter()
             self.stats.record(start, end - start, np.nan if age is None else age)
             if self.trigger is not None:

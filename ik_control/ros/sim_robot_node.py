@@ -24,6 +24,7 @@ from typing import List
 from ik_control.kinematics import RobotModel
 from ik_control.ros.conversions import arrays_to_joint_state, joint_trajectory_to_arrays
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
+from ik_control.ros.realtime_loop import PolledGroup, RealtimeLoop, take_all
 from ik_control.sim.kinematic import KinematicSim
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -34,6 +35,7 @@ __all__ = ['SimRobotNode', 'main', 'BACKENDS', 'PARAMETERS']
 
 NODE_NAME = 'sim_robot'
 BACKENDS = ('kinematic', 'mujoco')
+LOOP_MODES = ('fixed_rate', 'timer')
 
 PARAMETERS = {
     'robot_description': Param(
@@ -52,6 +54,12 @@ PARAMETERS = {
     'backend': Param(
         'kinematic', 'Simulation backend: "kinematic" (ideal or lagged tracking '
         'within joint limits) or "mujoco" (MuJoCo physics with position servos).'),
+    'loop': Param(
+        'fixed_rate', "Scheduling: 'fixed_rate' (absolute deadlines in the main thread, "
+        "trajectories polled each step) or 'timer' (an rclpy timer at rate_hz)."),
+    'realtime_priority': Param(
+        0, 'SCHED_FIFO priority of the loop (1-98; needs CAP_SYS_NICE or an rtprio limit); '
+        '0 = normal scheduling.', 0, 98),
     'rate_hz': Param(
         500.0, 'Rate of simulation steps and joint_states messages [Hz].', 1.0, 2000.0),
     'trajectory_topic': Param(
@@ -107,9 +115,15 @@ class SimRobotNode(Node):
         self.sim = make_sim(p, self._now())
         self._js_msg = JointState()
         self._js_pub = self.create_publisher(JointState, 'joint_states', 10)
+        if p['loop'] not in LOOP_MODES:
+            raise StartupError(f"loop must be one of {LOOP_MODES}, not '{p['loop']}'")
+        self.values = p
+        polled = PolledGroup() if p['loop'] == 'fixed_rate' else None
         self._traj_sub = self.create_subscription(
-            JointTrajectory, p['trajectory_topic'], self._on_trajectory, 10)
-        self._timer = self.create_timer(1.0 / p['rate_hz'], self._on_tick)
+            JointTrajectory, p['trajectory_topic'], self._on_trajectory, 10,
+            callback_group=polled)
+        if polled is None:
+            self._timer = self.create_timer(1.0 / p['rate_hz'], self._on_tick)
         self.get_logger().info(
             '%s backend, %d joints %s, %.0f Hz, trajectories on %s'
             % (p['backend'], len(self.joint_names), self.joint_names, p['rate_hz'],
@@ -130,6 +144,20 @@ class SimRobotNode(Node):
                                     self.sim.velocity, None, clock_now.to_msg(),
                                     self._js_msg)
         self._js_pub.publish(msg)
+
+    def realtime_tick(self, _message):
+        """Run one step of the fixed-rate loop: trajectories in arrival order, step, publish."""
+        for trajectory in take_all(self._traj_sub):
+            self._on_trajectory(trajectory)  # each valid one replaces the active one
+        self._on_tick()
+
+    def spin(self, executor):
+        """Run the node: the fixed-rate loop, or the executor alone (``loop: timer``)."""
+        if self.values['loop'] == 'timer':
+            executor.spin()
+            return
+        RealtimeLoop(self, executor, 1.0 / self.values['rate_hz'], self.realtime_tick,
+                     priority=self.values['realtime_priority']).run()
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:

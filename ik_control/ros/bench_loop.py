@@ -1,0 +1,161 @@
+"""
+``ik_control bench loop``: the control loop at 1 kHz, simulated robot in another process.
+
+SIMON (both hands, 16 joints) with ``config/simon.yaml``: ``sim_robot`` publishes
+joint_states at 1 kHz and ``ik_controller`` answers each with a command, while this
+process sends a new pair of hand goals every 0.5 s. Both nodes write their loop
+statistics (tick start, compute time and joint_states age, from
+:class:`~ik_control.ros.realtime_loop.LoopStats`) at shutdown; the ticks of the
+measurement window give:
+
+* the achieved rate [Hz] and the tick-period jitter ``|t_k+1 - t_k - T|`` p50/p99/p99.9/max;
+* the compute time of a tick (take messages, solve, limit, publish) [us];
+* the latency from a joint_states message's stamp to the command published for it [us].
+
+The same is measured for the loop designs not chosen (an rclpy timer in a
+SingleThreadedExecutor; the joint_states-triggered loop at normal priority), shorter, so
+the choice is visible in one run. Goals (issue 3): rate >= 999.5 Hz, p99 jitter <= 100 us,
+p99 latency <= 500 us.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from geometry_msgs.msg import PoseStamped
+from ik_control import robots
+from ik_control.ros.realtime_loop import summarize
+from ik_control.validation import matrix_to_quaternion
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory
+
+GOALS = {'rate_hz': 999.5, 'jitter_us_p99': 100.0, 'latency_us_p99': 500.0}
+
+
+def _spawn(module, args, log):
+    cmd = [sys.executable, '-m', module, '--ros-args', *args]
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _goal_poses(model, rng, count):
+    """Reachable hand poses around the ready pose (both hands per goal)."""
+    ready = robots.ready_pose('simon')
+    out = []
+    for _ in range(count):
+        q = np.clip(ready + rng.normal(0, 0.2, model.nq), model.lower, model.upper)
+        out.append(model.frame_placements(q))
+    return out
+
+
+def _pose_msg(T, frame):
+    msg = PoseStamped()
+    msg.header.frame_id = frame
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, T[:3, 3])
+    x, y, z, w = matrix_to_quaternion(T[:3, :3])
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = float(x), float(y), float(z), float(w)
+    return msg
+
+
+def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None):
+    """Run sim + controller with one loop design; return the measured figures."""
+    model = robots.robot('simon')
+    params = robots.data_path('config', 'simon.yaml')
+    ns = f'/bench_loop_{os.getpid()}_{label}'
+    tmp = tempfile.mkdtemp(prefix='ik_control_bench_loop_')
+    ctl_stats = os.path.join(tmp, 'controller.npz')
+    log = open(os.path.join(tmp, 'nodes.log'), 'w+')
+    common = ['--params-file', params, '-r', f'__ns:={ns}', '-p', f'rate_hz:={rate_hz}',
+              '-p', f'urdf_path:={robots.urdf_path("simon")}']
+    sim = _spawn('ik_control.ros.sim_robot_node',
+                 common + ['-p', f'realtime_priority:={priority}'], log)
+    ctl = _spawn('ik_control.ros.ik_controller_node',
+                 common + ['-p', f'loop:={loop}', '-p', f'realtime_priority:={priority}',
+                           '-p', f'statistics_file:={ctl_stats}'], log)
+    node = Node(f'bench_loop_{label}', namespace=ns)
+    pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)
+            for ee in model.end_effector_names]
+    goals = _goal_poses(model, np.random.default_rng(0), 64)
+    try:
+        first = []
+        probe = node.create_subscription(JointTrajectory, 'joint_trajectory_controller/'
+                                         'joint_trajectory', first.append, 1)
+        deadline = time.monotonic() + 120.0
+        while not first or any(p.get_subscription_count() == 0 for p in pubs):
+            rclpy.spin_once(node, timeout_sec=0.1)
+            if time.monotonic() > deadline or ctl.poll() is not None or sim.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f'nodes did not come up:\n{log.read()[-3000:]}')
+        node.destroy_subscription(probe)  # this process stays out of the 1 kHz traffic
+        t_start = time.perf_counter() + warmup
+        t_end = t_start + seconds
+        k = 0
+        while time.perf_counter() < t_end:
+            T = goals[k % len(goals)]
+            for i, pub in enumerate(pubs):
+                pub.publish(_pose_msg(T[i], model.base_frame))
+            k += 1
+            time.sleep(0.5)
+            if progress:
+                progress(f'{label}: {max(0.0, time.perf_counter() - t_start):.0f} / '
+                         f'{seconds:.0f} s')
+    finally:
+        node.destroy_node()
+        _stop(ctl)
+        _stop(sim)
+    data = np.load(ctl_stats)
+    keep = (data['start'] >= t_start) & (data['start'] <= t_end)
+    figures = summarize(data['start'][keep], data['compute'][keep], data['age'][keep],
+                        1.0 / rate_hz)
+    figures.update({'label': label, 'loop': loop, 'priority': priority, 'seconds': seconds})
+    return figures
+
+
+CONFIGS = (
+    ('timer', 'timer', 0),                  # rclpy timer in a SingleThreadedExecutor
+    ('triggered', 'on_joint_states', 0),    # joint_states-triggered loop, normal priority
+    ('triggered_rt', 'on_joint_states', 80),  # the same with SCHED_FIFO priority 80
+)
+
+
+def run(seconds=60.0, compare_seconds=15.0, progress=None):
+    """Measure the chosen design for ``seconds`` and the alternatives for ``compare_seconds``."""
+    rclpy.init()
+    try:
+        results = []
+        for label, loop, priority in CONFIGS:
+            duration = seconds if label == 'triggered_rt' else compare_seconds
+            results.append(run_config(label, loop, priority, duration, progress=progress))
+        return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results}
+    finally:
+        rclpy.try_shutdown()
+
+
+def table(results):
+    """Text table of :func:`run`'s results."""
+    cols = ('rate_hz', 'jitter_us_p50', 'jitter_us_p99', 'jitter_us_p999', 'jitter_us_max',
+            'compute_us_p50', 'compute_us_p99', 'latency_us_p50', 'latency_us_p99',
+            'latency_us_p999')
+    head = ['design', 'secs'] + [c.replace('_us', '') for c in cols]
+    lines = ['  '.join(f'{h:>13}' for h in head)]
+    for r in results['configs']:
+        row = [r['label'], f"{r['seconds']:.0f}"] + [
+            f'{r[c]:.1f}' if c in r else '-' for c in cols]
+        lines.append('  '.join(f'{v:>13}' for v in row))
+    return '\n'.join(lines)
