@@ -41,7 +41,7 @@ def test_one_limited_step_respects_every_limit(seed, dt, margin, scale):
 
 
 def _run(model, config, q0, targets, seconds, rng, stale_at=None):
-    """Closed loop on an ideal robot; yields every command the controller issues."""
+    """Run a closed loop on an ideal robot; yield every command the controller issues."""
     controller = ResolvedRateController(model, config)
     q = q0.copy()
     t = 0.0

@@ -110,6 +110,7 @@ class SolverConfig:
 
 # info slots written by solve_step
 STATUS_OK, STATUS_BAD_INPUT = 0, 1
+_F64 = np.dtype(np.float64)
 
 # (sigma_min is -1 when the law did not need it: transpose, pseudoinverse, SDLS without
 # adaptive damping or nullspace goals)
@@ -403,9 +404,12 @@ class VelocitySolver:
         Raises :class:`InputError` for a wrong shape or dtype, or non-finite values (then
         nothing is computed). Returns a view that the next call overwrites.
         """
-        if (getattr(q, 'shape', None) != self._q_shape or q.dtype != np.float64
-                or getattr(targets, 'shape', None) != self._t_shape
-                or targets.dtype != np.float64):
+        try:
+            ok = (q.shape == self._q_shape and targets.shape == self._t_shape
+                  and q.dtype == _F64 and targets.dtype == _F64)
+        except AttributeError:
+            ok = False
+        if not ok:
             raise InputError(f'step needs q as float64 {self._q_shape} and targets as float64 '
                              f'{self._t_shape}, got {getattr(q, "shape", q)} and '
                              f'{getattr(targets, "shape", targets)}')
