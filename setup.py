@@ -25,6 +25,7 @@ setup(
         share_files('launch', '*.launch.py'),
         share_files('config', '*.yaml'),
         share_files('urdf', '*.urdf'),
+        share_files('security', '*.xml'),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

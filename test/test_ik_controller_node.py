@@ -291,11 +291,13 @@ def test_wam_stops_when_joint_states_go_stale_and_resumes_without_a_jump(wam):
                              lambda m: arrivals.append((time.monotonic(), m)), 50)
     node.create_subscription(JointState, f'{wam.ns}/joint_states',
                              lambda m: state_times.append(time.monotonic()), 50)
+    assert wam.ctx.spin_until(lambda: len(arrivals) > 10 and len(state_times) > 10, 10.0)
     T = wam.model.frame_placements(robots.ready_pose('wam'))[0]
     T[:3, 3] += [0.0, -0.3, 0.0]
     wam.send_pose('tool', T)
     wam.commands.wait(lambda m: np.max(np.abs(m.points[0].velocities)) > 0.05, timeout=10.0)
-    wam.sim.stop()
+    wam.sim.proc.kill()  # the robot falls silent at once
+    wam.sim.proc.wait()
     wam.ctx.spin_for(1.5)
     stops = [(t, m) for t, m in arrivals if len(m.points) > 1]
     assert len(stops) == 1

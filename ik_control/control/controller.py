@@ -70,7 +70,7 @@ class ControllerConfig:
     reseed_tolerance: float = 0.05          # |q_measured - q_commanded| re-seed bound [rad]
     position_margin: float = 0.02           # kept from each joint limit [rad or m]
     velocity_scale: float = 1.0             # fraction of the URDF velocity limits [-]
-    max_velocity: tuple = ()                # per-joint override [rad/s]; empty = URDF
+    max_velocity: tuple = ()                # per-joint, at most the URDF's [rad/s]; empty = URDF
     max_acceleration: tuple = (10.0,)       # one value or one per joint [rad/s^2]
     goal_position_tolerance: float = 1e-3   # goal reached within [m]
     goal_orientation_tolerance: float = 1e-2  # goal reached within [rad]
@@ -137,6 +137,7 @@ class ResolvedRateController:
         self._best_error = np.full(ne, math.inf)
         self._best_time = np.full(ne, math.inf)
         self._clock = -math.inf  # latest time seen, to notice backward clock jumps
+        self._stale = False  # joint states went stale: resume from the next measured state
         self.last_refusal = ''
         self.reseeds = 0
         self._name_cache = (None, None)
@@ -165,7 +166,6 @@ class ResolvedRateController:
         config.validate(self.nq)
         solver_config = replace(config.solver, gain=config.gain / config.rate_hz,
                                 max_joint_step=config.solver.max_joint_step)
-        self.solver.configure(solver_config)
         model = self.model
         v_max = (np.array(config.max_velocity, dtype=float) if config.max_velocity
                  else model.velocity_limit * config.velocity_scale)
@@ -173,7 +173,14 @@ class ResolvedRateController:
             v_max = np.full(self.nq, float(v_max[0]))
         if not np.all(np.isfinite(v_max) & (v_max > 0)):
             raise InputError('URDF velocity limits missing: set max_velocity')
+        urdf = model.velocity_limit
+        faster = np.isfinite(urdf) & (urdf > 0) & (v_max > urdf * (1.0 + 1e-12))
+        if faster.any():
+            j = int(np.argmax(faster))
+            raise InputError(f'max_velocity {v_max[j]:g} exceeds the URDF velocity limit '
+                             f"{urdf[j]:g} of joint '{model.joint_names[j]}'")
         a = np.array(config.max_acceleration, dtype=float)
+        self.solver.configure(solver_config)  # after every check: on error nothing changes
         self.v_max = v_max
         self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
         self.dt = 1.0 / config.rate_hz
@@ -367,18 +374,24 @@ class ResolvedRateController:
             return None
         if now - self.state_time > cfg.joint_state_timeout:
             self.status = status | Status.STALE_STATE
+            self._stale = True
             if not self.initialized or not np.any(self.v_cmd):
                 return None
             return self._stop_trajectory()
         else:
             if not self.initialized:
                 self._initialize()
-            elif self._fresh and np.max(np.abs(self.q_meas - self.q_cmd)) > cfg.reseed_tolerance:
-                # the robot is elsewhere: continue from where it is (the velocity is kept, so
-                # the acceleration limit holds; the limiter then brings it where needed)
+                self._stale = False
+            elif self._fresh and (self._stale or np.max(np.abs(self.q_meas - self.q_cmd))
+                                  > cfg.reseed_tolerance):
+                # the robot is elsewhere, or states return after a stop: continue from where
+                # it is (the velocity is kept, so the acceleration limit holds; the limiter
+                # then brings it where needed; after a stop it is zero). Within the
+                # tolerance, resuming from the old command would step the arm to it at once.
                 self.q_cmd[:] = self.q_meas
                 self.reseeds += 1
                 self._reseed_time = now
+                self._stale = False
             self._fresh = False
             if self.holding:
                 status |= Status.HOLDING

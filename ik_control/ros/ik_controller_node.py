@@ -20,6 +20,7 @@ Refused messages never change the command; the reason is logged (throttled) and
 reported in the diagnostics.
 """
 
+import math
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -174,6 +175,19 @@ def load_model(values):
         raise StartupError(str(exc)) from None
 
 
+class _TickStats(LoopStats):
+    """Loop statistics without the calls the node declined (a refused joint_states)."""
+
+    declined = False
+
+    def record(self, start, compute, age):
+        """Store one tick, unless the node just declined it."""
+        if self.declined:
+            self.declined = False
+            return
+        super().record(start, compute, age)
+
+
 class IkControllerNode(Node):
     """The ``ik_controller`` node (module docstring)."""
 
@@ -190,7 +204,8 @@ class IkControllerNode(Node):
         self.clock_ = self.get_clock()
         self._tf_buffer = None
         self._refusals = 0
-        self.stats = LoopStats()
+        self.stats = _TickStats()
+        self._last_tick = -math.inf
         self.period = 1.0 / values['rate_hz']
         if values['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{values['loop']}'")
@@ -246,8 +261,10 @@ class IkControllerNode(Node):
     def _on_joint_state(self, msg):
         try:
             self.controller.set_joint_state(msg.name, msg.position, self._now())
+            return True
         except InputError as exc:
             self._refuse(str(exc))
+            return False
 
     def _target_in_base(self, frame_id, T, stamp):
         """``T`` (4x4 in ``frame_id``) expressed in the base frame, or InputError."""
@@ -331,6 +348,11 @@ class IkControllerNode(Node):
     def _on_set_parameters(self, params):
         values = dict(self.values)
         for p in params:
+            if p.name == 'use_sim_time':
+                # switching clocks mid-run would jump (or freeze) the time that twist
+                # timeouts and stale-state detection rely on: set it at start-up only
+                return SetParametersResult(successful=False,
+                                           reason='use_sim_time cannot change at run time')
             if p.name not in PARAMETERS:
                 continue
             if not PARAMETERS[p.name].dynamic:
@@ -370,8 +392,15 @@ class IkControllerNode(Node):
         from their subscriptions first, newest last. Returns the age [s] of ``state`` when
         the command is published: the joint_states-to-command latency.
         """
-        if state is not None:
-            self._on_joint_state(state)
+        if state is not None and not self._on_joint_state(state):
+            # a refused state is no reason to tick: each extra tick would integrate the
+            # command once more, so a stream of bad messages would speed the arm beyond
+            # its limits. Only past the loop's deadline (no good state for 1.5 periods)
+            # does it tick, as without a message, so a stale state is still noticed.
+            if time.perf_counter() - self._last_tick < 1.5 * self.period:
+                self.stats.declined = True
+                return None
+        self._last_tick = time.perf_counter()
         for sub, callback in self._target_subs:
             message = take_latest(sub)
             if message is not None:
@@ -395,6 +424,9 @@ class IkControllerNode(Node):
                                  priority=self.values['realtime_priority'], stats=self.stats)
         try:
             self.loop.run()
+        except Exception:  # noqa: B902 - Ctrl-C mid-wait invalidates the subscriptions
+            if self.context.ok():
+                raise
         finally:
             if self.values['statistics_file']:
                 self.stats.save(self.values['statistics_file'])

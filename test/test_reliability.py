@@ -1,0 +1,669 @@
+"""
+Reliability: bad input never changes a command; faults and load over real processes.
+
+Part 1 (no ROS): the controller core under hypothesis. Random sequences of robot states
+and goals -- reachable, unreachable, singular, huge, and malformed ones (NaN, inf, wrong
+sizes, zero-norm or unnormalised quaternions, non-rigid matrices, unknown frames and
+joints, positions far outside the limits) -- go to one controller, and only the good ones
+to a twin. Every malformed input must raise ``InputError``, and the two controllers must
+issue bit-identical commands at every tick; every command is finite and within the
+position, velocity and acceleration limits.
+
+Part 2 (real processes over DDS): the simulated robot killed and restarted, the
+controller killed and restarted mid-motion, a 10 kHz burst of targets, clock jumps under
+``use_sim_time`` and invalid parameter updates through ``set_parameters``.
+"""
+
+import math
+import time
+
+from hypothesis import given, HealthCheck, settings, strategies as st
+from ik_control import robots
+from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.control.status import Status
+from ik_control.ik.solver import SolverConfig
+from ik_control.validation import InputError, matrix_to_quaternion
+import numpy as np
+import pytest
+
+WAM = robots.robot('wam')
+SIMON = robots.robot('simon')
+CORE_SETTINGS = settings(max_examples=60, deadline=None,
+                         suppress_health_check=[HealthCheck.too_slow])
+
+# ---------------------------------------------------------------------- part 1: the core
+STATE_KINDS = ('follow', 'noise', 'jump', 'reordered_extra', 'nan', 'inf', 'huge', 'short',
+               'missing', 'duplicate', 'unknown_only', 'outside')
+POSE_KINDS = ('reachable', 'unreachable', 'singular', 'huge', 'nan_position', 'inf_position',
+              'zero_quaternion', 'unnormalised', 'nan_quaternion', 'short_position',
+              'unknown_frame')
+MATRIX_KINDS = ('reachable', 'unreachable', 'far', 'nan', 'inf', 'scaled', 'sheared',
+                'mirrored', 'bottom_row', 'shape', 'unknown_frame')
+TWIST_KINDS = ('small', 'zero', 'fast', 'nan', 'inf', 'huge', 'short', 'unknown_frame')
+BAD = {'nan', 'inf', 'huge_state', 'short', 'missing', 'duplicate', 'unknown_only', 'outside',
+       'nan_position', 'inf_position', 'zero_quaternion', 'unnormalised', 'nan_quaternion',
+       'short_position', 'unknown_frame', 'scaled', 'sheared', 'mirrored', 'bottom_row',
+       'shape', 'huge_twist'}
+
+OPERATIONS = st.one_of(
+    st.tuples(st.just('state'), st.sampled_from(STATE_KINDS)),
+    st.tuples(st.just('pose'), st.sampled_from(POSE_KINDS)),
+    st.tuples(st.just('matrix'), st.sampled_from(MATRIX_KINDS)),
+    st.tuples(st.just('twist'), st.sampled_from(TWIST_KINDS)),
+    st.tuples(st.just('tick'), st.integers(1, 60)),
+    st.tuples(st.just('stale'), st.integers(1, 80)),
+)
+
+
+def _is_bad(op, kind):
+    if op == 'state' and kind == 'huge':
+        return True
+    if op == 'twist' and kind == 'huge':
+        return True
+    return kind in BAD
+
+
+class Robot:
+    """An ideal robot: it is where the last command put it (unless a test moves it)."""
+
+    def __init__(self, model, q):
+        self.model = model
+        self.q = q.copy()
+
+
+def _state_message(model, kind, q, rng):
+    """(names, positions) of a joint_states message of ``kind`` for a robot at ``q``."""
+    names = list(model.joint_names)
+    positions = list(q)
+    if kind == 'noise':
+        positions = list(np.clip(q + rng.normal(0, 1e-3, q.size), model.lower, model.upper))
+    elif kind == 'reordered_extra':  # any order, extra joints: valid
+        order = rng.permutation(len(names))
+        names = [names[i] for i in order] + ['not_a_joint', 'another']
+        positions = [positions[i] for i in order] + [1e300, float('nan')]
+    elif kind in ('nan', 'inf', 'huge', 'outside'):
+        i = int(rng.integers(len(names)))
+        bound = model.upper[i] if rng.random() < 0.5 else model.lower[i]
+        positions[i] = {'nan': float('nan'), 'inf': -math.inf, 'huge': 1e300,
+                        'outside': bound + math.copysign(0.5, bound - model.center[i])}[kind]
+    elif kind == 'short':
+        positions = positions[:-1]
+    elif kind == 'missing':
+        i = int(rng.integers(len(names)))
+        del names[i], positions[i]
+    elif kind == 'duplicate':
+        names[-1] = names[0]
+    elif kind == 'unknown_only':
+        names = [f'unknown_{i}' for i in range(len(names))]
+    return names, positions
+
+
+def _goal_placement(model, kind, rng, i):
+    T = model.frame_placements(model.random_configurations(1, rng, margin=0.05)[0])[i]
+    if kind == 'unreachable':
+        T[:3, 3] += rng.normal(0, 3.0, 3)
+    elif kind == 'singular':
+        T = model.frame_placements(np.clip(np.zeros(model.nq), model.lower, model.upper))[i]
+    elif kind in ('huge', 'far'):
+        T[:3, 3] = rng.choice([-1.0, 1.0], 3) * 10.0 ** rng.uniform(3, 300)
+    return T
+
+
+def _apply(controller, op, kind, model, robot, rng, now):
+    """Send one input of ``op``/``kind`` to ``controller`` (a callable for the twin too)."""
+    frames = model.end_effector_names
+    frame = frames[int(rng.integers(len(frames)))]
+    i = frames.index(frame)
+    if kind == 'unknown_frame':
+        frame = 'no_such_frame'
+    if op == 'state':
+        names, positions = _state_message(model, kind, robot.q, rng)
+        if kind == 'jump':  # the robot was pushed somewhere else inside its limits
+            robot.q[:] = model.random_configurations(1, rng, margin=0.05)[0]
+            positions = list(robot.q)
+        return lambda c: c.set_joint_state(names, positions, now)
+    if op == 'pose':
+        T = _goal_placement(model, kind, rng, i)
+        position, quat = list(T[:3, 3]), list(matrix_to_quaternion(T[:3, :3]))
+        if kind == 'nan_position':
+            position[1] = float('nan')
+        elif kind == 'inf_position':
+            position[2] = math.inf
+        elif kind == 'short_position':
+            position = position[:2]
+        elif kind == 'zero_quaternion':
+            quat = [0.0, 0.0, 0.0, 0.0]
+        elif kind == 'unnormalised':
+            quat = list(np.array(quat) * rng.choice([0.5, 1.5, 1e6]))
+        elif kind == 'nan_quaternion':
+            quat[3] = float('nan')
+        return lambda c: c.set_pose_target(frame, position, quat)
+    if op == 'matrix':
+        T = _goal_placement(model, kind, rng, i)
+        if kind == 'nan':
+            T[int(rng.integers(3)), int(rng.integers(4))] = float('nan')
+        elif kind == 'inf':
+            T[int(rng.integers(3)), 3] = -math.inf
+        elif kind == 'scaled':
+            T[:3, :3] *= 1.1
+        elif kind == 'sheared':
+            T[0, 1] += 0.2
+        elif kind == 'mirrored':
+            T[:3, 0] *= -1.0
+        elif kind == 'bottom_row':
+            T[3, 0] = 0.5
+        elif kind == 'shape':
+            T = T[:3]
+        return lambda c: c.set_target_matrix(frame, T)
+    if op == 'twist':
+        scale = {'small': 0.05, 'zero': 0.0, 'fast': 5.0, 'nan': 1.0, 'inf': 1.0,
+                 'huge': 1e300, 'short': 1.0, 'unknown_frame': 0.05}[kind]
+        linear, angular = list(rng.normal(0, 1, 3) * scale), list(rng.normal(0, 1, 3) * scale)
+        if kind == 'nan':
+            angular[0] = float('nan')
+        elif kind == 'inf':
+            linear[1] = math.inf
+        elif kind == 'short':
+            linear = linear[:2]
+        return lambda c: c.set_twist_target(frame, linear, angular, now)
+    raise AssertionError(op)
+
+
+def _assert_command_within_limits(model, controller, command, v_prev, check_acceleration):
+    cfg = controller.config
+    lo = model.lower + cfg.position_margin - 1e-9
+    hi = model.upper - cfg.position_margin + 1e-9
+    times = np.concatenate([[0.0], command.times])
+    for k in range(len(command.times)):
+        q, v = command.positions[k], command.velocities[k]
+        assert np.all(np.isfinite(q)) and np.all(np.isfinite(v))
+        assert np.all(q >= lo) and np.all(q <= hi), (q, lo, hi)
+        assert np.all(np.abs(v) <= controller.v_max * (1 + 1e-9))
+        if check_acceleration or k > 0:
+            step = times[k + 1] - times[k]
+            assert np.all(np.abs(v - v_prev) <= controller.a_max * step * (1 + 1e-6) + 1e-9)
+        v_prev = v.copy()
+    return v_prev
+
+
+def _twin_run(model, config, operations, seed):
+    rng = np.random.default_rng(seed)
+    dirty = ResolvedRateController(model, config)  # gets every input
+    clean = ResolvedRateController(model, config)  # gets the good inputs only
+    robot = Robot(model, model.random_configurations(1, rng, margin=0.1)[0])
+    dt = 1.0 / config.rate_hz
+    now = 0.0
+    for c in (dirty, clean):
+        c.set_joint_state(model.joint_names, robot.q, now)
+    v_prev = np.zeros(model.nq)
+    ticks = refused = 0
+    accel_ok = True  # no reseed or stop since the last command: the acceleration bound holds
+    for op, arg in operations:
+        if op in ('tick', 'stale'):
+            for _ in range(arg):
+                now += dt
+                if op == 'tick':
+                    for c in (dirty, clean):
+                        c.set_joint_state(model.joint_names, robot.q, now)
+                reseeds = dirty.reseeds
+                a, b = dirty.update(now), clean.update(now)
+                assert (a is None) == (b is None)
+                if a is None:
+                    v_prev[:] = 0.0
+                    continue
+                for x, y in zip(a, b):
+                    np.testing.assert_array_equal(x, y)
+                assert dirty.status == clean.status
+                check = accel_ok and dirty.reseeds == reseeds
+                v_prev = _assert_command_within_limits(model, dirty, a, v_prev, check)
+                accel_ok = True
+                robot.q[:] = a.positions[-1]
+                ticks += 1
+            continue
+        send = _apply(dirty, op, arg, model, robot, rng, now)
+        if _is_bad(op, arg):
+            with pytest.raises(InputError):
+                send(dirty)
+            refused += 1
+        else:
+            send(dirty)
+            send(clean)
+            if op == 'state' and arg == 'jump':
+                accel_ok = False  # re-seeded: braking from the old state may need more
+    return ticks, refused
+
+
+@CORE_SETTINGS
+@given(st.lists(OPERATIONS, min_size=4, max_size=40), st.integers(0, 2 ** 32 - 1),
+       st.sampled_from(['dls', 'sdls', 'pseudoinverse', 'transpose']),
+       st.sampled_from([250.0, 500.0, 1000.0]), st.floats(0.0, 0.1), st.floats(1.0, 40.0))
+def test_bad_inputs_never_change_a_command_wam(operations, seed, method, rate, margin, accel):
+    config = ControllerConfig(rate_hz=rate, position_margin=margin, max_acceleration=(accel,),
+                              solver=SolverConfig(method=method, max_joint_step=0.0,
+                                                  clamp_error=0.1, clamp_error_rotation=0.5))
+    _twin_run(WAM, config, operations + [('tick', 20)], seed)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(OPERATIONS, min_size=4, max_size=25), st.integers(0, 2 ** 32 - 1))
+def test_bad_inputs_never_change_a_command_simon(operations, seed):
+    _twin_run(SIMON, ControllerConfig(rate_hz=1000.0), operations + [('tick', 20)], seed)
+
+
+def test_every_kind_of_malformed_input_is_refused():
+    """Each malformed kind at least once, deterministically (hypothesis may skip some)."""
+    operations = [(op, kind) for op, kinds in (('state', STATE_KINDS), ('pose', POSE_KINDS),
+                                               ('matrix', MATRIX_KINDS),
+                                               ('twist', TWIST_KINDS))
+                  for kind in kinds for _ in range(2)]
+    operations = [x for pair in zip(operations, [('tick', 5)] * len(operations)) for x in pair]
+    ticks, refused = _twin_run(WAM, ControllerConfig(), operations, 1)
+    assert ticks > 100
+    assert refused == 2 * sum(_is_bad(op, kind) for op, kinds in (
+        ('state', STATE_KINDS), ('pose', POSE_KINDS), ('matrix', MATRIX_KINDS),
+        ('twist', TWIST_KINDS)) for kind in kinds)
+
+
+@pytest.mark.parametrize('jump', [-1e4, -0.5, 0.5, 1e4])
+def test_clock_jumps_keep_ages_and_never_command_a_jump(jump):
+    """
+    A clock jump (sim time reset, bag loop, NTP step) at time 1 s during a twist.
+
+    Backward: the controller shifts the times it keeps by the jump, so a twist still
+    times out ``twist_timeout`` after it arrived and the state stays fresh; forward: the
+    time passed (the twist times out at once). Either way the commands stay continuous.
+    """
+    model, config = WAM, ControllerConfig(rate_hz=500.0)
+    controller = ResolvedRateController(model, config)
+    q = robots.ready_pose('wam')
+    dt = 1.0 / config.rate_hz
+    now, offset = 0.0, 0.0
+    v_prev = np.zeros(model.nq)
+    speeds = []
+    for k in range(1500):
+        now = k * dt + offset
+        if k == 500:
+            controller.set_twist_target('tool', [0.0, 0.1, 0.0], [0.0, 0.0, 0.0], now)
+        if k == 520:
+            offset = jump  # the clock jumps between two ticks
+            now = k * dt + offset
+        controller.set_joint_state(model.joint_names, q, now)
+        command = controller.update(now)
+        assert command is not None
+        v_prev = _assert_command_within_limits(model, controller, command, v_prev, True)
+        assert np.all(np.abs(command.positions[-1] - q) <= controller.v_max * dt * (1 + 1e-9))
+        q = command.positions[-1].copy()
+        speeds.append(np.max(np.abs(command.velocities[-1])))
+    # the twist arrived at tick 500 and times out 0.2 s (100 ticks) later; stopping at
+    # 5 rad/s^2 takes a few more ticks: at rest well before tick 800 in every case
+    assert max(speeds[540:560]) > 0.01 or jump > 0  # moving after a backward jump
+    print(jump, max(speeds[540:560]), max(speeds[700:800]), max(speeds[800:]))
+    assert max(speeds[800:]) < 1e-3
+    assert not controller.status & Status.STALE_STATE
+
+
+@pytest.mark.parametrize('offset', [0.0, 0.03, 0.3])
+def test_after_stale_states_the_controller_resumes_from_the_measured_state(offset):
+    """States stop mid-motion; the robot comes back ``offset`` from where it stopped."""
+    config = ControllerConfig(rate_hz=500.0)
+    controller = ResolvedRateController(WAM, config)
+    q = robots.ready_pose('wam')
+    goal = WAM.frame_placements(q)[0]
+    goal[:3, 3] += [0.0, 0.3, 0.0]
+    controller.set_joint_state(WAM.joint_names, q, 0.0)
+    controller.update(0.0)  # goals count from the first tick on
+    controller.set_target_matrix('tool', goal)
+    dt = 1.0 / config.rate_hz
+    k = 0
+    for k in range(1, 200):
+        command = controller.update(k * dt)
+        q = command.positions[-1].copy()
+        controller.set_joint_state(WAM.joint_names, q, k * dt)
+    assert np.max(np.abs(command.velocities[-1])) > 0.05
+    for j in range(k + 1, k + 100):  # no states: the stop, then nothing
+        command = controller.update(j * dt)
+    assert command is None and controller.status & Status.STALE_STATE
+    back = q + offset  # within or beyond reseed_tolerance (0.05) of the last command
+    controller.set_joint_state(WAM.joint_names, back, (j + 1) * dt)
+    command = controller.update((j + 1) * dt)
+    a = config.max_acceleration[0]
+    np.testing.assert_allclose(command.positions[-1], back, atol=a * dt * dt + 1e-12)
+    assert np.max(np.abs(command.velocities[-1])) <= a * dt + 1e-12
+
+
+BAD_CONFIGS = {
+    'gain above rate': {'gain': 600.0, 'rate_hz': 500.0},
+    'negative timeout': {'joint_state_timeout': -1.0},
+    'nan velocity scale': {'velocity_scale': float('nan')},
+    'max_velocity above the URDF': {'max_velocity': (10.0,)},
+    'max_velocity wrong length': {'max_velocity': (1.0, 1.0)},
+    'negative acceleration': {'max_acceleration': (-1.0,)},
+    'infinite acceleration': {'max_acceleration': (math.inf,)},
+    'negative margin': {'position_margin': -0.1},
+}
+
+
+@pytest.mark.parametrize('name', sorted(BAD_CONFIGS))
+def test_an_invalid_configuration_is_refused_without_side_effects(name):
+    from dataclasses import replace
+
+    good = ControllerConfig(rate_hz=500.0)
+    dirty, clean = (ResolvedRateController(WAM, good) for _ in range(2))
+    q = robots.ready_pose('wam')
+    goal = WAM.frame_placements(q + 0.2)[0]
+    for c in (dirty, clean):
+        c.set_joint_state(WAM.joint_names, q, 0.0)
+        c.set_target_matrix('tool', goal)
+    for k in range(1, 200):
+        now = k / good.rate_hz
+        if k == 50:
+            with pytest.raises(InputError):
+                dirty.configure(replace(good, **BAD_CONFIGS[name]))
+        a, b = dirty.update(now), clean.update(now)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+        for c in (dirty, clean):
+            c.set_joint_state(WAM.joint_names, a.positions[-1], now)
+    assert dirty.config == clean.config
+
+
+# ---------------------------------------------------------------------- part 2: processes
+STARTUP = 120.0  # process start and discovery on a busy machine (numba cache load) [s]
+
+
+class Rig:
+    """sim_robot + ik_controller (bundled WAM, config/wam.yaml) and a probe, over DDS."""
+
+    def __init__(self, name, controller_args=(), sim_args=()):
+        from ik_control.ros import fuzz
+        from ros_helpers import domain_id
+
+        domain_id()  # this test run's ROS_DOMAIN_ID, exported for the node processes
+        self.fuzz = fuzz
+        self.model = WAM
+        self.ns = f'/{name}'
+        self.pair = fuzz.Pair('wam', self.ns, controller_args=controller_args,
+                              sim_args=sim_args)
+        self.probe = None
+        try:
+            self.pair.start()
+            self.probe = fuzz.Probe(WAM, self.ns, name=f'{name}_probe')
+            self.log = []
+            self.probe.on_command = lambda msg, t: self.log.append((t, msg))
+        except BaseException:
+            self.close()
+            raise
+
+    def wait_ready(self):
+        self.probe.wait_ready(timeout=STARTUP, pair=self.pair)
+
+    def close(self):
+        if self.probe is not None:
+            self.probe.close()
+        return self.pair.stop()
+
+    def settle(self, timeout=10.0):
+        steady = self.fuzz._settle(self.probe, self.pair, timeout)
+        assert steady is not None, 'the command did not settle'
+        return steady
+
+    def command_arrays(self, since=0):
+        msgs = [m for _, m in self.log[since:] if len(m.points) == 1]
+        return (np.array([m.points[0].positions for m in msgs]),
+                np.array([m.points[0].velocities for m in msgs]))
+
+
+@pytest.fixture(scope='module')
+def rig():
+    r = Rig('reliability_wam')
+    try:
+        r.wait_ready()
+        yield r
+    finally:
+        crashes = r.close()
+    assert not crashes, crashes
+
+
+def test_controller_killed_mid_motion_restarts_from_the_measured_state(rig):
+    probe = rig.probe
+    goal = WAM.frame_placements(robots.ready_pose('wam'))[0]
+    goal[:3, 3] += [0.0, -0.3, 0.0]
+    probe.send_pose('tool', goal)
+    assert probe.spin_until(lambda: probe.last_command is not None and np.max(np.abs(
+        probe.last_command.points[0].velocities)) > 0.05, 15.0, pair=rig.pair)
+    rig.pair.controller.kill()  # SIGKILL mid-motion: no stop trajectory
+    probe.spin_for(0.5)
+    still = probe.last_state_q.copy()
+    probe.spin_for(0.2)
+    np.testing.assert_allclose(probe.last_state_q, still, atol=1e-9)  # the robot holds
+    n = len(rig.log)
+    rig.pair.start_controller()
+    assert probe.spin_until(lambda: len(rig.log) > n, STARTUP, pair=rig.pair)
+    first = rig.log[n][1].points[0]
+    measured = probe.last_state_q
+    # the new controller starts where the robot is, at rest: no jump
+    np.testing.assert_allclose(first.positions, measured, atol=1e-6)
+    np.testing.assert_allclose(first.velocities, 0.0, atol=1e-9)
+    probe.spin_for(0.5)
+    q, v = rig.command_arrays(n)
+    assert len(q) > 20
+    v_max = WAM.velocity_limit
+    assert np.all(np.abs(np.diff(q, axis=0)) <= v_max / 500.0 * (1 + 1e-9))
+    assert np.max(np.abs(v[-1])) < 1e-6  # it holds the pose it found: no old goal resumed
+
+
+def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jump(rig):
+    """
+    SIGKILL the robot mid-motion (test_ik_controller_node stops it with SIGINT).
+
+    The stop trajectory comes within joint_state_timeout (0.1 s) plus a tick of the last
+    state (plus delivery slack on a loaded machine), the diagnostics say ERROR, and a
+    robot that comes back elsewhere (the restarted sim starts at its initial pose) is
+    followed from where it is: the first command is its measured position, at rest.
+    """
+    probe = rig.probe
+    arrivals = []
+    probe.on_state = lambda msg, t: arrivals.append(('state', time.monotonic()))
+    goal = WAM.frame_placements(robots.ready_pose('wam'))[0]
+    goal[:3, 3] += [0.0, 0.3, 0.0]
+    probe.send_pose('tool', goal)
+    assert probe.spin_until(lambda: np.max(np.abs(
+        probe.last_command.points[0].velocities)) > 0.05, 15.0, pair=rig.pair)
+    n = len(rig.log)
+    rig.pair.sim.kill()
+    probe.spin_for(1.0)
+    probe.on_state = None
+    stops = [(t, m) for t, m in rig.log[n:] if len(m.points) > 1]
+    assert len(stops) == 1 and rig.log[-1][1] is stops[0][1]  # one stop, then nothing
+    delay = stops[0][0] - arrivals[-1][1]
+    print(f'stop trajectory {delay * 1e3:.0f} ms after the last joint_states')
+    assert delay < 0.1 + 0.002 + 0.1
+    assert np.max(np.abs(stops[0][1].points[-1].velocities)) == 0.0
+    assert probe.spin_until(lambda: 'STALE_STATE' in probe.diagnostics.get(
+        'status_codes', '') and probe.diagnostics.get('level') == 2, 5.0)
+    n = len(rig.log)
+    rig.pair.start_sim()
+    assert probe.spin_until(lambda: len(rig.log) > n, STARTUP, pair=rig.pair)
+    first = rig.log[n][1].points[0]
+    measured = robots.ready_pose('wam')  # the sim starts there, and waits for a command
+    step = 10.0 * (1 / 500.0) ** 2  # the first tick may accelerate at 10 rad/s^2 at most
+    np.testing.assert_allclose(first.positions, measured, atol=step + 1e-9)
+    assert np.max(np.abs(first.velocities)) <= 10.0 / 500.0 + 1e-9
+    probe.spin_for(0.5)
+    checker = rig.fuzz.checker_for(WAM, probe.controller_parameters(
+        ['limits.position_margin', 'limits.velocity_scale', 'limits.max_velocity',
+         'limits.max_acceleration']))
+    for _, msg in rig.log[n:]:
+        checker.check(msg)
+    assert checker.violations == 0, checker.examples
+    assert checker.acceleration_checked > 100
+
+
+def test_a_10khz_burst_of_targets_keeps_the_rate_and_only_the_newest_counts(rig):
+    probe = rig.probe
+    rig.settle()
+    T0 = probe.current_poses()[0]
+    a, b, last = (T0.copy() for _ in range(3))
+    a[:3, 3] += [0.05, 0.0, 0.0]
+    b[:3, 3] += [-0.05, 0.0, 0.0]
+    last[:3, 3] += [0.0, 0.08, -0.05]
+    probe.spin_for(1.0)
+    c0, s0, t0 = probe.commands, probe.states, time.monotonic()
+    probe.spin_for(1.0)
+    before = (probe.commands - c0) / (time.monotonic() - t0)
+    c0, s0, t0 = probe.commands, probe.states, time.monotonic()
+    sent, period = 0, 1e-4
+    messages = (probe.pose_message(b), probe.pose_message(a))
+    publish = probe.pose_pub['tool'].publish
+    while time.monotonic() - t0 < 1.0:  # 10 kHz for 1 s, alternating between a and b
+        while time.monotonic() < t0 + sent * period:
+            pass
+        publish(messages[sent % 2])
+        sent += 1
+        if sent % 50 == 0:
+            probe.poll()
+    probe.send_pose('tool', last)
+    elapsed = time.monotonic() - t0
+    probe.poll()
+    commands, states = probe.commands - c0, probe.states - s0
+    print(f'burst: {sent + 1} goals in {elapsed:.2f} s ({(sent + 1) / elapsed:.0f}/s); '
+          f'commands {commands / elapsed:.0f}/s during, {before:.0f}/s before; '
+          f'joint_states {states / elapsed:.0f}/s')
+    assert sent > 2000  # a burst, even on a loaded machine
+    assert commands >= 0.5 * states  # the loop kept ticking on the robot's states
+    rig.settle(15.0)
+    probe.spin_for(0.2)
+    reached = WAM.frame_placements(probe.last_state_q)[0]
+    assert np.linalg.norm(reached[:3, 3] - last[:3, 3]) < 1e-3  # the newest goal counted
+    assert np.linalg.norm(reached[:3, 3] - a[:3, 3]) > 0.05
+
+
+def _set(probe, ns, params, atomic=False):
+    from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+    from rclpy.parameter import Parameter
+
+    msgs = [Parameter(name, value=value).to_parameter_msg() for name, value in params]
+    if atomic:
+        response = probe.call(SetParametersAtomically, f'{ns}/ik_controller/'
+                              'set_parameters_atomically',
+                              SetParametersAtomically.Request(parameters=msgs))
+        return [response.result]
+    response = probe.call(SetParameters, f'{ns}/ik_controller/set_parameters',
+                          SetParameters.Request(parameters=msgs))
+    return list(response.results)
+
+
+INVALID_UPDATES = [
+    ('out of range', [('solver.gain', 5000.0)]),
+    ('faster than the URDF', [('limits.velocity_scale', 1.5)]),
+    ('max_velocity above the URDF', [('limits.max_velocity', [10.0])]),
+    ('negative acceleration', [('limits.max_acceleration', [-1.0])]),
+    ('wrong type', [('solver.gain', 'fast')]),
+    ('wrong array type', [('limits.max_acceleration', 'x')]),
+    ('gain above rate_hz', [('solver.gain', 600.0)]),
+    ('read-only rate', [('rate_hz', 100.0)]),
+    ('read-only urdf', [('urdf_path', '/tmp/other.urdf')]),
+    ('unknown method', [('solver.method', 'magic')]),
+    ('clock switched at run time', [('use_sim_time', True)]),
+]
+
+
+def test_invalid_parameter_updates_are_refused_without_side_effects(rig):
+    probe, ns = rig.probe, rig.ns
+    names = ['rate_hz', 'urdf_path', 'solver.gain', 'solver.method', 'limits.velocity_scale',
+             'limits.max_velocity', 'limits.max_acceleration']
+    before = probe.controller_parameters(names)
+    q_ref, v_ref = rig.settle()
+    n = len(rig.log)
+    for label, params in INVALID_UPDATES:
+        results = _set(probe, ns, params)
+        assert not any(r.successful for r in results), (label, results)
+        assert all(r.reason for r in results), label
+    # atomically: a valid change with an invalid one is refused as a whole
+    result = _set(probe, ns, [('solver.gain', 5.0), ('limits.velocity_scale', 2.0)], True)
+    assert not result[0].successful
+    probe.spin_for(0.3)
+    assert probe.controller_parameters(names) == before
+    q, v = rig.command_arrays(n)
+    assert len(q) > 50
+    assert np.max(np.abs(q - q_ref)) < 1e-9 and np.max(np.abs(v - v_ref)) < 1e-9
+    # a valid update still works (and is undone)
+    assert all(r.successful for r in _set(probe, ns, [('solver.gain', 5.0)]))
+    assert probe.controller_parameters(['solver.gain']) == {'solver.gain': 5.0}
+    assert all(r.successful for r in _set(probe, ns, [('solver.gain', before['solver.gain'])]))
+
+
+class SimClock:
+    """Publishes ``rosgraph_msgs/Clock`` on the rig's remapped clock topic."""
+
+    def __init__(self, rig, start=1000.0, step=0.002):
+        from rosgraph_msgs.msg import Clock
+
+        self.rig, self.t, self.step, self.Clock = rig, start, step, Clock
+        self.pub = rig.probe.node.create_publisher(Clock, f'{rig.ns}/clock', 10)
+
+    def pump(self, seconds, until=None):
+        """Advance the clock by ``step`` every ``step`` seconds of wall time for ``seconds``."""
+        probe = self.rig.probe
+        end = time.monotonic() + seconds
+        next_step = time.monotonic()
+        while time.monotonic() < end:
+            if until is not None and until():
+                return True
+            if time.monotonic() >= next_step:
+                self.t += self.step
+                msg = self.Clock()
+                msg.clock.sec, msg.clock.nanosec = int(self.t), int(self.t % 1.0 * 1e9)
+                self.pub.publish(msg)
+                next_step += self.step
+            probe.poll()
+            probe.executor.spin_once(timeout_sec=0.0)
+            time.sleep(0.0003)
+        return until is not None and until()
+
+
+def test_clock_jumps_under_sim_time_are_handled():
+    """
+    Both nodes on ``use_sim_time``; the test owns the clock and jumps it.
+
+    After a backward jump the twist in progress still times out ``twist_timeout`` after
+    it arrived (the controller shifts the times it keeps); after a forward one it times
+    out at once. The nodes stay up, every command is within limits, consecutive commands
+    never jump, and the arm comes to rest.
+    """
+    from geometry_msgs.msg import TwistStamped
+
+    sim_time = ['-p', 'use_sim_time:=true']
+    rig = Rig('reliability_sim_time', controller_args=sim_time + ['-r', '/clock:=clock'],
+              sim_args=sim_time + ['-r', '/clock:=clock'])
+    try:
+        clock = SimClock(rig)
+        probe = rig.probe
+        assert clock.pump(STARTUP, until=lambda: probe.commands > 0 and probe.diagnostics)
+        checker = rig.fuzz.checker_for(WAM, probe.controller_parameters(
+            ['limits.position_margin', 'limits.velocity_scale', 'limits.max_velocity',
+             'limits.max_acceleration']))
+        twist = TwistStamped()
+        twist.header.frame_id = 'wam_base'  # stamp zero: now
+        twist.twist.linear.y = 0.1
+        for jump in (-10.0, 10.0, -1000.0):
+            for _ in range(25 if jump != -1000.0 else 0):  # 0.5 s of twist, then the jump
+                probe.twist_pub['tool'].publish(twist)
+                clock.pump(0.02)
+            n = len(rig.log)
+            clock.t += jump
+            clock.pump(1.5)
+            for p in rig.pair.processes():
+                assert p.alive(), p.output_tail()
+            for _, msg in rig.log[n:]:
+                checker.check(msg)
+            q, v = rig.command_arrays(n)
+            assert len(q) > 100, jump
+            assert np.all(np.abs(np.diff(q, axis=0)) <= checker.v_max * 0.002 * (1 + 1e-9))
+            assert np.max(np.abs(v[-20:])) < 1e-3, (jump, np.abs(v[-20:]).max())
+        assert checker.violations == 0, checker.examples
+        assert clock.pump(5.0, until=lambda: 'STALE_STATE' not in probe.diagnostics.get(
+            'status_codes', ''))
+    finally:
+        crashes = rig.close()
+    assert not crashes, crashes
