@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from ik_control.validation import IkControlError
+from ik_control.validation import IkControlError, InputError
 import numpy as np
 
 EXIT_USAGE = 2
@@ -67,6 +67,24 @@ def _progress(message):
     print(f'  .. {message}', file=sys.stderr, flush=True)
 
 
+def _plain(value):
+    """Return numpy scalars and arrays as Python values (``json`` ``default`` hook)."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    raise TypeError(f'{type(value).__name__} is not JSON serializable')
+
+
+def _save(args, name, results):
+    """Write ``results`` to ``<output-dir>/<name>.json`` unless ``--no-save``."""
+    if not getattr(args, 'save', True):
+        return None
+    path = os.path.join(_output_dir(args), f'{name}.json')
+    text = json.dumps(results, indent=2, default=_plain)   # fails before the file is touched
+    with open(path, 'w', encoding='utf-8') as stream:
+        stream.write(text + '\n')
+    return path
+
+
 def _bench_buss(args):
     from ik_control.bench import buss
 
@@ -74,13 +92,14 @@ def _bench_buss(args):
     checks = buss.checks(results)
     png = os.path.join(_output_dir(args), 'buss.png')
     buss.plot(results, png)
+    slim = json.loads(json.dumps(results))
+    for entry in slim['shapes'].values():
+        for r in entry['laws'].values():
+            r.pop('error_series')
+    slim['checks'] = [{'claim': c, 'holds': bool(ok)} for c, ok in checks]
+    slim['plot'] = png
+    _save(args, 'buss', slim)
     if args.json:
-        slim = json.loads(json.dumps(results))
-        for entry in slim['shapes'].values():
-            for r in entry['laws'].values():
-                r.pop('error_series')
-        slim['checks'] = [{'claim': c, 'holds': ok} for c, ok in checks]
-        slim['plot'] = png
         print(json.dumps(slim, indent=2))
     else:
         print(buss.table(results))
@@ -94,11 +113,111 @@ def _bench_step(args):
     from ik_control.bench import step
 
     results = step.run(samples=args.samples, progress=None if args.json else _progress)
+    _save(args, 'step', results)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print(step.table(results))
     return 0
+
+
+def _bench_loop(args):
+    from ik_control.ros import bench_loop
+
+    results = bench_loop.run(seconds=args.seconds, compare_seconds=args.compare_seconds,
+                             progress=None if args.json else _progress)
+    _save(args, 'loop', results)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(bench_loop.table(results))
+    return 0
+
+
+def _demo(args):
+    from ik_control.ros import demo
+
+    try:
+        return demo.run(args.robot, args.backend, args.plot)
+    except demo.DemoError as exc:
+        print(f'ik_control demo: {exc}', file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _bench_ik(args):
+    from ik_control.bench import ik
+
+    if (args.samples < 1 or args.timeout_ms <= 0 or args.tolerance <= 0
+            or (args.peer_samples is not None and args.peer_samples < 1)):
+        raise InputError('--samples, --peer-samples, --timeout-ms and --tolerance must be '
+                         'positive')
+    solvers = ik.SOLVERS
+    if args.solvers:
+        solvers = tuple(s.strip() for s in args.solvers.split(',') if s.strip())
+        unknown = [s for s in solvers if s not in ik.SOLVERS]
+        if unknown:
+            raise InputError(f'unknown solvers {unknown}; choose from {list(ik.SOLVERS)}')
+    peers = None
+    if args.peer_samples is not None:
+        peers = {s: args.peer_samples for s in ik.SOLVERS if not s.startswith('ik_control')}
+    results = ik.run(robot_names=tuple(args.robot or ik.ROBOTS), samples=args.samples,
+                     timeout_ms=args.timeout_ms, tolerance=args.tolerance, solvers=solvers,
+                     seed=args.seed, clock=args.clock, peer_samples=peers, progress=True)
+    png = ik.plot(results, os.path.join(_output_dir(args), 'ik.png'))
+    data = ik.to_json(results)
+    data['plot'] = png
+    data['table'] = ik.table(results)
+    _save(args, 'ik', data)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(data['table'])
+        print(f'plot: {png}')
+    return 0
+
+
+def _bench_report(args):
+    from ik_control.bench import report
+
+    path = report.write(args.output_dir, args.docs_dir)
+    print(f'wrote {path}')
+    return 0
+
+
+def _bench_fuzz(args):
+    from ik_control.ros import fuzz
+
+    if args.messages < 1 or not args.rate > 0:
+        raise InputError('--messages and --rate must be positive')
+    try:
+        results = fuzz.run(messages=args.messages, rate=args.rate, robot=args.robot,
+                           seed=args.seed, progress=_progress)
+    except fuzz.FuzzError as exc:
+        print(f'ik_control bench fuzz: {exc}', file=sys.stderr)
+        return 1
+    _save(args, 'fuzz', results)
+    print(json.dumps(results, indent=2) if args.json else fuzz.table(results))
+    return 0 if results['violations'] == 0 and results['crashes'] == 0 else 1
+
+
+def _bench_soak(args):
+    from ik_control.ros import fuzz, soak
+
+    if not args.minutes > 0:
+        raise InputError('--minutes must be positive')
+    try:
+        results = soak.run(minutes=args.minutes, robot=args.robot, progress=_progress)
+    except fuzz.FuzzError as exc:
+        print(f'ik_control bench soak: {exc}', file=sys.stderr)
+        return 1
+    results['plot'] = soak.plot(results, os.path.join(_output_dir(args), 'soak.png'))
+    _save(args, 'soak', results)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(soak.table(results))
+        print(f"plot: {results['plot']}")
+    return 0 if results['violations'] == 0 and results['crashes'] == 0 else 1
 
 
 def build_parser():
@@ -129,12 +248,99 @@ def build_parser():
     b.add_argument('--steps', type=int, default=1200)
     b.add_argument('--json', action='store_true')
     b.add_argument('--output-dir', default='bench_results')
+    b.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                   help='write <output-dir>/buss.json (default: yes)')
     b.set_defaults(func=_bench_buss)
     s = bsub.add_parser('step', help='microseconds per control update vs pink')
     s.add_argument('--samples', type=int, default=20000)
     s.add_argument('--json', action='store_true')
     s.add_argument('--output-dir', default='bench_results')
+    s.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                   help='write <output-dir>/step.json (default: yes)')
     s.set_defaults(func=_bench_step)
+
+    lp = bsub.add_parser('loop', help='SIMON at 1 kHz: rate, jitter, latency per loop design')
+    lp.add_argument('--seconds', type=float, default=60.0,
+                    help='measurement of the chosen design [s] (default: 60)')
+    lp.add_argument('--compare-seconds', type=float, default=15.0,
+                    help='measurement of each alternative design [s] (default: 15)')
+    lp.add_argument('--json', action='store_true')
+    lp.add_argument('--output-dir', default='bench_results')
+    lp.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                    help='write <output-dir>/loop.json (default: yes)')
+    lp.set_defaults(func=_bench_loop)
+
+    ik = bsub.add_parser('ik', help="position IK solve rate and time vs peers (TRAC-IK's method)")
+    ik.add_argument('--robot', action='append', choices=('wam', 'simon_right_arm', 'panda'),
+                    help='robot to run (repeatable; default: wam, simon_right_arm and panda)')
+    ik.add_argument('--samples', type=int, default=10000,
+                    help='random joint configurations per robot (default: 10000)')
+    ik.add_argument('--timeout-ms', type=float, default=5.0,
+                    help='time limit per solve [ms] (default: 5)')
+    ik.add_argument('--tolerance', type=float, default=1e-5,
+                    help='position [m] and rotation [rad] tolerance (default: 1e-5)')
+    ik.add_argument('--solvers', default=None,
+                    help='comma-separated subset of ik_control,ik_control-dls,kdl,pink,ikpy '
+                         '(default: all)')
+    ik.add_argument('--peer-samples', type=int, default=None,
+                    help='samples for every peer (default: kdl 2000, pink 1000, ikpy 300; '
+                         'never more than --samples)')
+    ik.add_argument('--seed', type=int, default=0, help='seed of the random configurations')
+    ik.add_argument('--clock', choices=('cpu', 'wall'), default='cpu',
+                    help='time source: process CPU time [s] (default; other load on the '
+                         'machine does not count) or wall-clock time')
+    ik.add_argument('--json', action='store_true', help='print JSON instead of the table')
+    ik.add_argument('--output-dir', default='bench_results',
+                    help='where ik.json and ik.png go (default: bench_results)')
+    ik.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                    help='write <output-dir>/ik.json (default: yes)')
+    ik.set_defaults(func=_bench_ik)
+
+    report = bsub.add_parser('report', help='write docs/performance.md from the saved results')
+    report.add_argument('--output-dir', default='bench_results',
+                        help='where the benchmarks saved their JSON and PNG files')
+    report.add_argument('--docs-dir', default='docs',
+                        help='where performance.md and the plots go (default: docs)')
+    report.set_defaults(func=_bench_report)
+
+    fz = bsub.add_parser('fuzz', help='random valid and malformed messages against a running '
+                         'sim_robot + ik_controller: violations, refusals, crashes')
+    fz.add_argument('--messages', type=int, default=100000,
+                    help='messages to send (default: 100000)')
+    fz.add_argument('--rate', type=float, default=2000.0,
+                    help='messages per second (default: 2000)')
+    fz.add_argument('--robot', choices=('wam', 'simon'), default='wam',
+                    help='bundled robot (default: wam)')
+    fz.add_argument('--seed', type=int, default=0, help='seed of the random messages')
+    fz.add_argument('--json', action='store_true', help='print JSON instead of the table')
+    fz.add_argument('--output-dir', default='bench_results',
+                    help='where fuzz.json goes (default: bench_results)')
+    fz.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                    help='write <output-dir>/fuzz.json (default: yes)')
+    fz.set_defaults(func=_bench_fuzz)
+
+    soak = bsub.add_parser('soak', help='the controller at its configured rate for minutes, '
+                           'goals every 50 ms: rate, jitter, RSS growth, violations, losses')
+    soak.add_argument('--minutes', type=float, default=10.0,
+                      help='measured duration after a 5 s warm-up [min] (default: 10)')
+    soak.add_argument('--robot', choices=('simon', 'wam'), default='simon',
+                      help='bundled robot (default: simon, 1 kHz)')
+    soak.add_argument('--json', action='store_true', help='print JSON instead of the table')
+    soak.add_argument('--output-dir', default='bench_results',
+                      help='where soak.json and soak.png go (default: bench_results)')
+    soak.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                      help='write <output-dir>/soak.json (default: yes)')
+    soak.set_defaults(func=_bench_soak)
+
+    demo = sub.add_parser('demo', help='the controller on the simulated robot: a sequence of '
+                          'goals, a summary table and a plot')
+    demo.add_argument('--robot', choices=('wam', 'simon'), default='wam',
+                      help='bundled robot (default: wam)')
+    demo.add_argument('--backend', choices=('kinematic', 'mujoco'), default='kinematic',
+                      help='sim_robot backend (default: kinematic)')
+    demo.add_argument('--plot', metavar='FILE', default=None,
+                      help='PNG to write (default: demo_<robot>.png in the current directory)')
+    demo.set_defaults(func=_demo)
     return parser
 
 
