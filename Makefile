@@ -42,9 +42,13 @@ $(STAMP): requirements.txt setup.py setup.cfg package.xml
 	touch $(VENV)/COLCON_IGNORE $(VENV)/AMENT_IGNORE
 	touch $@
 
-# TODO: becomes `ik_control demo --robot wam` when the controller lands.
+# Both robots even if the first reports a problem (the exit status says if either did);
+# Ctrl-C (exit status 130) stops at once.
 demo: venv
-	$(VENV)/bin/ik_control bench buss
+	@status=0; for robot in wam simon; do \
+	  $(VENV)/bin/ik_control demo --robot $$robot; s=$$?; \
+	  if [ $$s -ge 128 ]; then exit $$s; elif [ $$s -ne 0 ]; then status=$$s; fi; \
+	done; exit $$status
 
 test: venv
 	@ROS_DOMAIN_ID=$(or $(TEST_DOMAIN_ID),$$(( $$(od -An -N2 -tu2 /dev/urandom) % 100 + 1 ))); \
