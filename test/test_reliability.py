@@ -659,7 +659,9 @@ def test_clock_jumps_under_sim_time_are_handled():
                 checker.check(msg)
             q, v = rig.command_arrays(n)
             assert len(q) > 100, jump
-            assert np.all(np.abs(np.diff(q, axis=0)) <= checker.v_max * 0.002 * (1 + 1e-9))
+            # no jump: at most the motion of a few ticks between logged commands (a
+            # loaded test process may miss some of the 500 Hz messages)
+            assert np.all(np.abs(np.diff(q, axis=0)) <= checker.v_max * 0.002 * 5)
             assert np.max(np.abs(v[-20:])) < 1e-3, (jump, np.abs(v[-20:]).max())
         assert checker.violations == 0, checker.examples
         assert clock.pump(5.0, until=lambda: 'STALE_STATE' not in probe.diagnostics.get(
