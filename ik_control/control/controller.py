@@ -43,6 +43,7 @@ import numpy as np
 MODE_HOLD, MODE_POSE, MODE_TWIST = 0, 1, 2
 STOP_SAMPLE_PERIOD = 0.01  # spacing of the points of a stop trajectory [s]
 UNREACHABLE_PROGRESS = 1e-3  # error decrease that counts as progress to a goal [m]
+GOAL_SPEED = 0.05  # joint speed below which a goal within tolerance counts as reached [rad/s]
 STILL_SPEED = 0.01  # joint speed below which the arm counts as at rest [rad/s]
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
@@ -476,7 +477,10 @@ class ResolvedRateController:
         err_p, err_r = self.solver.err_pos, self.solver.err_rot
         close = (err_p <= cfg.goal_position_tolerance) & (err_r <= cfg.goal_orientation_tolerance)
         pose = self.mode == MODE_POSE
-        self.goal_reached[:] = close & pose & ~self.parked
+        # within tolerance and nearly at rest: passing through the goal at speed is not
+        # reaching it
+        settled = np.max(np.abs(self.v_cmd)) < GOAL_SPEED
+        self.goal_reached[:] = close & pose & ~self.parked & settled
         progress = err_p < self._best_error - UNREACHABLE_PROGRESS
         self._best_error[progress] = err_p[progress]
         self._best_time[progress] = now
