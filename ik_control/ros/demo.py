@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 import math
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
+from ik_control.ros.node_process import node_environment, NodeProcess
 from ik_control.validation import matrix_to_quaternion
 import numpy as np
 import rclpy
@@ -182,76 +181,18 @@ class StopRequest:
             raise KeyboardInterrupt
 
 
-def _die_with_parent():
-    """Ask Linux to send SIGINT to this child when the demo dies (no orphaned nodes)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-class NodeProcess:
-    """A node started as ``sys.executable -m module --ros-args ...``; output to temp files."""
-
-    def __init__(self, name, module, ros_args, env):
-        """Start the process."""
-        self.name = name
-        self._err = tempfile.TemporaryFile(mode='w+')
-        self._out = tempfile.TemporaryFile(mode='w+')
-        self.proc = subprocess.Popen(
-            [sys.executable, '-m', module, '--ros-args', *ros_args], env=env,
-            stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
-            preexec_fn=_die_with_parent if sys.platform.startswith('linux') else None)
-
-    def alive(self):
-        """Return True while the process runs."""
-        return self.proc.poll() is None
-
-    def output_tail(self, lines=20):
-        """Return the last ``lines`` lines of the process's stderr and stdout."""
-        text = []
-        for f in (self._err, self._out):
-            f.flush()
-            f.seek(0)
-            text += f.read().splitlines()
-        return '\n'.join(text[-lines:])
-
-    def stop(self, grace=0.0):
-        """Wait ``grace`` [s] for an exit, send SIGINT, then SIGKILL; return the exit code."""
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-
-def node_environment():
-    """Return the environment of the nodes: the user's, discovery on localhost by default."""
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    env = dict(os.environ)
-    env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
-    return env
-
-
 def start_nodes(robot, backend, env):
     """Start sim_robot and ik_controller for ``robot``; return them (sim, controller)."""
     params = robots.data_path('config', f'{robot}.yaml')
     common = ['--params-file', params, '-r', f'__ns:={NAMESPACE}',
               '-p', f'urdf_path:={robots.urdf_path(robot)}']
     sim = NodeProcess('sim_robot', 'ik_control.ros.sim_robot_node',
-                      common + ['-p', f'backend:={backend}'], env)
+                      common + ['-p', f'backend:={backend}'], env, STOP_TIMEOUT)
     try:
         ctl = NodeProcess('ik_controller', 'ik_control.ros.ik_controller_node',
                           common + ['-p', f'diagnostics_rate:={DIAGNOSTICS_RATE}',
-                                    '-r', f'/diagnostics:={NAMESPACE}/diagnostics'], env)
+                                    '-r', f'/diagnostics:={NAMESPACE}/diagnostics'], env,
+                          STOP_TIMEOUT)
     except BaseException:
         sim.stop()
         raise
