@@ -482,8 +482,16 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     """
     rig = own_rig
     probe = rig.probe
-    arrivals = []
-    probe.on_state = lambda msg, t: arrivals.append(('state', time.monotonic()))
+    # when each message was sent (DDS source timestamps): the probe may take them late
+    state_sent, command_sent = [], []
+    log_command = probe.on_command
+
+    def on_command(msg, t):
+        log_command(msg, t)
+        command_sent.append((probe.sent, msg))
+
+    probe.on_command = on_command
+    probe.on_state = lambda msg, t: state_sent.append(probe.sent)
     goal = WAM.frame_placements(robots.ready_pose('wam'))[0]
     goal[:3, 3] += [0.0, 0.3, 0.0]
     probe.send_pose('tool', goal)
@@ -492,10 +500,10 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     n = len(rig.log)
     rig.pair.sim.kill()
     probe.spin_for(1.0)
-    probe.on_state = None
+    probe.on_state, probe.on_command = None, log_command
     stops = [(t, m) for t, m in rig.log[n:] if len(m.points) > 1]
     assert len(stops) == 1 and rig.log[-1][1] is stops[0][1]  # one stop, then nothing
-    delay = stops[0][0] - arrivals[-1][1]
+    delay = next(t for t, m in command_sent if m is stops[0][1]) - max(state_sent)
     print(f'stop trajectory {delay * 1e3:.0f} ms after the last joint_states')
     assert delay < 0.1 + 0.002 + 0.1
     assert np.max(np.abs(stops[0][1].points[-1].velocities)) == 0.0

@@ -321,7 +321,9 @@ class Probe:
     Commands, joint_states and diagnostics are read without an executor (a
     :class:`~ik_control.ros.realtime_loop.PolledGroup`, depth :data:`QUEUE_DEPTH`) by
     :meth:`poll`, which passes each command to ``on_command(msg, t)`` and each state to
-    ``on_state(msg, t)`` (``t`` = ``time.monotonic()`` when taken).
+    ``on_state(msg, t)`` (``t`` = ``time.monotonic()`` when taken); during each call
+    :attr:`sent` is when that message was published (DDS source timestamp [s], system
+    clock), which does not depend on how late this process takes it.
     """
 
     def __init__(self, model, namespace, name='ik_control_fuzz', context_args=None):
@@ -351,6 +353,7 @@ class Probe:
                                                     100)
                           for ee in model.end_effector_names}
         self.on_command = self.on_state = None
+        self.sent = math.nan
         self.last_command = None
         self.last_state = None
         self.last_state_q = None
@@ -371,13 +374,15 @@ class Probe:
         """Take every waiting command, state and diagnostics message; return how many."""
         t = time.monotonic()
         count = 0
-        for msg in take_all(self.command_sub):
+        for msg, info in take_all(self.command_sub, with_info=True):
+            self.sent = 1e-9 * info['source_timestamp']
             self.commands += 1
             self.last_command = msg
             if self.on_command is not None:
                 self.on_command(msg, t)
             count += 1
-        for msg in take_all(self.state_sub):
+        for msg, info in take_all(self.state_sub, with_info=True):
+            self.sent = 1e-9 * info['source_timestamp']
             if msg.header.frame_id == 'ik_control_fuzz':
                 continue  # our own malformed joint_states
             q = self.state_positions(msg)

@@ -48,15 +48,20 @@ class PolledGroup(CallbackGroup):
         """Nothing to release."""
 
 
-def take_all(subscription):
-    """Return every message waiting on ``subscription`` (oldest first), without blocking."""
+def take_all(subscription, with_info=False):
+    """
+    Return every message waiting on ``subscription`` (oldest first), without blocking.
+
+    With ``with_info``, (message, info) pairs: info is rclpy's MessageInfo dict, whose
+    ``source_timestamp`` [ns, system clock] says when the publisher sent the message.
+    """
     messages = []
     with subscription.handle:
         while True:
             taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
             if taken is None:
                 return messages
-            messages.append(taken[0])
+            messages.append(taken if with_info else taken[0])
 
 
 def take_latest(subscription):
