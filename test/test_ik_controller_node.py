@@ -30,11 +30,11 @@ def _strings(values):
 class Bringup:
     """sim_robot + ik_controller for one bundled robot under namespace ``/name``."""
 
-    def __init__(self, name, rate_hz, extra=()):
+    def __init__(self, name, rate_hz, extra=(), ns=None):
         setup = robots.SETUPS[name]
         self.name = name
         self.model = robots.robot(name)
-        self.ns = f'/{name}_test'
+        self.ns = ns or f'/{name}_test'
         urdf = robots.urdf_path(name)
         self.sim_args = ['-r', f'__ns:={self.ns}', '-p', f'urdf_path:={urdf}',
                          '-p', f'joints:={_strings(setup.joints)}',
@@ -287,7 +287,7 @@ def test_bad_goals_and_states_are_refused_and_leave_the_command_unchanged(wam):
 @pytest.fixture
 def own_wam():
     """Give a test that stops the robot its own sim + controller pair (no cascade)."""
-    bringup = Bringup('wam', 500.0)
+    bringup = Bringup('wam', 500.0, ns='/wam_own')  # beside the module's pair
     yield bringup
     bringup.close()
 
