@@ -73,7 +73,8 @@ def _pose_msg(T, frame):
     return msg
 
 
-def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None):
+def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
+               busy_wait=2e-4):
     """Run sim + controller with one loop design; return the measured figures."""
     model = robots.robot('simon')
     params = robots.data_path('config', 'simon.yaml')
@@ -87,6 +88,7 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                  common + ['-p', f'realtime_priority:={priority}'], log)
     ctl = _spawn('ik_control.ros.ik_controller_node',
                  common + ['-p', f'loop:={loop}', '-p', f'realtime_priority:={priority}',
+                           '-p', f'busy_wait:={busy_wait}',
                            '-p', f'statistics_file:={ctl_stats}'], log)
     node = Node(f'bench_loop_{label}', namespace=ns)
     pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)
@@ -131,7 +133,10 @@ CONFIGS = (
     ('timer', 'timer', 0),                  # rclpy timer in a SingleThreadedExecutor
     ('triggered', 'on_joint_states', 0),    # joint_states-triggered loop, normal priority
     ('triggered_rt', 'on_joint_states', 80),  # the same with SCHED_FIFO priority 80
+    ('synchronized', 'synchronized', 0),    # own clock, phase-locked to joint_states
+    ('synchronized_rt', 'synchronized', 80),  # the same with SCHED_FIFO priority 80
 )
+CHOSEN = 'synchronized_rt'
 
 
 def run(seconds=60.0, compare_seconds=15.0, progress=None):
@@ -140,7 +145,7 @@ def run(seconds=60.0, compare_seconds=15.0, progress=None):
     try:
         results = []
         for label, loop, priority in CONFIGS:
-            duration = seconds if label == 'triggered_rt' else compare_seconds
+            duration = seconds if label == CHOSEN else compare_seconds
             results.append(run_config(label, loop, priority, duration, progress=progress))
         return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results}
     finally:

@@ -21,14 +21,17 @@ reported in the diagnostics.
 """
 
 import math
+import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control.control import status as status_mod
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.ik.nullspace import manipulability
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
+from ik_control.ros.cdr import JointStateReader, SerializedTemplate
 from ik_control.ros.conversions import sec_to_duration, time_to_sec, write_float_array
 from ik_control.ros.parameters import declare_all, in_range, Param, run_node, StartupError
 from ik_control.ros.realtime_loop import LoopStats, PolledGroup, RealtimeLoop, take_latest
@@ -45,7 +48,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 NODE_NAME = 'ik_controller'
-LOOP_MODES = ('on_joint_states', 'timer')
+LOOP_MODES = ('synchronized', 'on_joint_states', 'timer')
 _S = SolverConfig()
 _C = ControllerConfig()
 _ARR_STR = Parameter.Type.STRING_ARRAY
@@ -64,13 +67,18 @@ PARAMETERS = {
     'rate_hz': Param(500.0, 'Control rate [Hz].', 1.0, 5000.0),
     'output_topic': Param('joint_trajectory_controller/joint_trajectory',
                           'Topic of the trajectory_msgs/JointTrajectory commands.'),
-    'loop': Param('on_joint_states', "Tick scheduling: 'on_joint_states' (a tick per "
-                                     'joint_states message, at the latest 1.5 periods after '
-                                     "the last; the robot's clock drives the loop) or 'timer' "
-                                     '(an rclpy timer at rate_hz).'),
+    'loop': Param('synchronized', "Tick scheduling: 'synchronized' (ticks at rate_hz on the "
+                                  'own clock, phase-locked to arrive just after each '
+                                  "joint_states message), 'on_joint_states' (a tick per "
+                                  'joint_states message, at the latest 1.5 periods after the '
+                                  "last) or 'timer' (an rclpy timer at rate_hz)."),
     'realtime_priority': Param(0, 'SCHED_FIFO priority of the loop (1-98; needs '
                                   'CAP_SYS_NICE or an rtprio limit); 0 = normal scheduling.',
                                0, 98),
+    'busy_wait': Param(2e-4, 'Time before each tick spent polling the clock instead of '
+                             'sleeping (sleep wakes late, and a sleeping core runs the '
+                             'next tick from cold caches) [s]; at or above 1/rate_hz the '
+                             'loop never sleeps and keeps one core busy.', 0.0, 1.0),
     'statistics_file': Param('', 'If set, the loop statistics (tick start, compute time, '
                                  'joint_states age; s) are written to this .npz file at '
                                  'shutdown (used by ik_control bench loop).'),
@@ -202,6 +210,9 @@ class IkControllerNode(Node):
         except IkControlError as exc:
             raise StartupError(str(exc)) from None
         self.clock_ = self.get_clock()
+        # the realtime loop ticks in the main thread and the executor serves services,
+        # parameters and diagnostics from another: what changes the controller holds this
+        self.lock = threading.Lock()
         self._tf_buffer = None
         self._refusals = 0
         self.stats = _TickStats()
@@ -209,7 +220,8 @@ class IkControllerNode(Node):
         self.period = 1.0 / values['rate_hz']
         if values['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{values['loop']}'")
-        polled = PolledGroup() if values['loop'] == 'on_joint_states' else None
+        polled = PolledGroup() if values['loop'] != 'timer' else None
+        self._triggered = values['loop'] == 'on_joint_states'
         self._last_goal = np.zeros(len(self.model.end_effectors), dtype=bool)
 
         self._traj = JointTrajectory()
@@ -218,9 +230,21 @@ class IkControllerNode(Node):
         sec_to_duration(1.0 / values['rate_hz'], point.time_from_start)
         self._traj.points = [point]
 
+        # the realtime loop takes joint_states serialized and publishes the one-point
+        # command serialized (ik_control.ros.cdr): no Python messages on the 1 kHz path
+        self._state_reader = JointStateReader()
+        one_point = JointTrajectory(joint_names=self._traj.joint_names, points=[
+            JointTrajectoryPoint(time_from_start=sec_to_duration(self.period))])
+        self._command_template = SerializedTemplate(one_point, {
+            'positions': lambda msg, v: setattr(msg.points[0], 'positions', v),
+            'velocities': lambda msg, v: setattr(msg.points[0], 'velocities', v)},
+            len(self.model.joint_names))
+        self._command_q = self._command_template.view('positions')
+        self._command_v = self._command_template.view('velocities')
         self.joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._on_joint_state,
-            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE), callback_group=polled)
+            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE), callback_group=polled,
+            raw=polled is not None)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._goal_pubs = []
         self._target_subs = []
@@ -243,6 +267,9 @@ class IkControllerNode(Node):
         if polled is None:
             self.create_timer(self.period, self._tick)
         self.create_timer(1.0 / values['diagnostics_rate'], self._publish_diagnostics)
+        # tick statistics over the ticks since the last diagnostics (the whole 64k buffer
+        # took 22 ms, a stall of the loop, twice a second)
+        self._ticks_per_diagnostics = max(10, int(values['rate_hz'] / values['diagnostics_rate']))
         self.get_logger().info(
             f"controlling {len(self.model.joint_names)} joints of '{self.model.name}' at "
             f"{values['rate_hz']:g} Hz, end effectors {list(self.model.end_effector_names)}, "
@@ -250,7 +277,10 @@ class IkControllerNode(Node):
 
     # ------------------------------------------------------------------ time
     def _now(self):
-        return self.clock_.now().nanoseconds * 1e-9
+        """Node clock [s]: the system clock unless use_sim_time (``Clock.now()`` costs ~7 us)."""
+        if self.clock_.ros_time_is_active:
+            return self.clock_.now().nanoseconds * 1e-9
+        return time.time()
 
     # ------------------------------------------------------------------ inputs
     def _refuse(self, reason):
@@ -265,6 +295,16 @@ class IkControllerNode(Node):
         except InputError as exc:
             self._refuse(str(exc))
             return False
+
+    def _on_serialized_joint_state(self, raw, now):
+        """Take a serialized joint_states message; return its stamp [s], or None if refused."""
+        stamp, names, positions = self._state_reader.read(raw)
+        try:
+            self.controller.set_joint_state(names, positions, now)
+            return stamp
+        except InputError as exc:
+            self._refuse(str(exc))
+            return None
 
     def _target_in_base(self, frame_id, T, stamp):
         """``T`` (4x4 in ``frame_id``) expressed in the base frame, or InputError."""
@@ -334,13 +374,15 @@ class IkControllerNode(Node):
             self._refuse(str(exc))
 
     def _on_hold(self, request, response):
-        self.controller.hold()
+        with self.lock:
+            self.controller.hold()
         response.success = True
         response.message = 'holding the current pose'
         return response
 
     def _on_resume(self, request, response):
-        self.controller.resume()
+        with self.lock:
+            self.controller.resume()
         response.success = True
         response.message = 'following goals from the current pose'
         return response
@@ -363,7 +405,8 @@ class IkControllerNode(Node):
                 return SetParametersResult(successful=False, reason=reason)
             values[p.name] = list(p.value) if isinstance(p.value, (list, tuple)) else p.value
         try:
-            self.controller.configure(controller_config(values))
+            with self.lock:
+                self.controller.configure(controller_config(values))
         except IkControlError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         self.values = values
@@ -373,11 +416,12 @@ class IkControllerNode(Node):
     def _tick(self):
         """Run one tick from the executor's timer (``loop: timer``)."""
         t0 = time.perf_counter()
-        self._control()
+        with self.lock:
+            self._control()
         self.stats.record(t0, time.perf_counter() - t0, np.nan)
 
-    def _control(self):
-        command = self.controller.update(self._now())
+    def _control(self, now=None):
+        command = self.controller.update(self._now() if now is None else now)
         if command is not None:
             self._publish_command(command)
         if np.any(self.controller.goal_reached != self._last_goal):
@@ -386,18 +430,25 @@ class IkControllerNode(Node):
 
     def realtime_tick(self, state):
         """
-        Run one tick of the :class:`RealtimeLoop` (``loop: on_joint_states``).
+        Run one tick of the :class:`RealtimeLoop` (``loop: synchronized|on_joint_states``).
 
         ``state`` is the newest joint_states message (or None); pending goals are taken
         from their subscriptions first, newest last. Returns the age [s] of ``state`` when
         the command is published: the joint_states-to-command latency.
         """
-        if state is not None and not self._on_joint_state(state):
-            # a refused state is no reason to tick: each extra tick would integrate the
-            # command once more, so a stream of bad messages would speed the arm beyond
-            # its limits. Only past the loop's deadline (no good state for 1.5 periods)
-            # does it tick, as without a message, so a stale state is still noticed.
-            if time.perf_counter() - self._last_tick < 1.5 * self.period:
+        with self.lock:
+            return self._locked_tick(state)
+
+    def _locked_tick(self, state):
+        now = self._now()
+        stamp = None if state is None else self._on_serialized_joint_state(state, now)
+        if state is not None and stamp is None:
+            # on_joint_states: a refused state is no reason to tick: each extra tick would
+            # integrate the command once more, so a stream of bad messages would speed the
+            # arm beyond its limits. Only past the loop's deadline (no good state for 1.5
+            # periods) does it tick, as without a message, so a stale state is noticed.
+            # (synchronized ticks keep their own period whatever comes.)
+            if self._triggered and time.perf_counter() - self._last_tick < 1.5 * self.period:
                 self.stats.declined = True
                 return None
         self._last_tick = time.perf_counter()
@@ -405,10 +456,10 @@ class IkControllerNode(Node):
             message = take_latest(sub)
             if message is not None:
                 callback(message)
-        command = self._control()
-        if state is None or command is None:
+        command = self._control(now)
+        if stamp is None or command is None:
             return None
-        return self._now() - time_to_sec(state.header.stamp)
+        return self._now() - stamp
 
     def spin(self, executor):
         """Run the node: the realtime loop, or the executor alone (``loop: timer``)."""
@@ -421,7 +472,9 @@ class IkControllerNode(Node):
             return
         self.loop = RealtimeLoop(self, executor, self.period, self.realtime_tick,
                                  trigger=self.joint_state_sub,
-                                 priority=self.values['realtime_priority'], stats=self.stats)
+                                 priority=self.values['realtime_priority'], stats=self.stats,
+                                 synchronize=not self._triggered,
+                                 spin_margin=self.values['busy_wait'])
         try:
             self.loop.run()
         except Exception:  # noqa: B902 - Ctrl-C mid-wait invalidates the subscriptions
@@ -432,6 +485,11 @@ class IkControllerNode(Node):
                 self.stats.save(self.values['statistics_file'])
 
     def _publish_command(self, command):
+        if len(command.times) == 1:  # every tick but a stop: the serialized template
+            self._command_q[:] = command.positions[0]
+            self._command_v[:] = command.velocities[0]
+            self._out.publish(self._command_template.payload())
+            return
         points = self._traj.points
         if len(points) != len(command.times):
             points = [JointTrajectoryPoint() for _ in command.times]
@@ -450,28 +508,30 @@ class IkControllerNode(Node):
         self._last_goal[:] = reached
 
     def _publish_diagnostics(self):
-        c = self.controller
-        status = c.status
-        level = status_mod.level_of(status)
-        values = [('status_codes', ','.join(status_mod.names(status)) or 'NONE'),
-                  ('sigma_min', f'{c.sigma_min():.4g}'),
-                  ('refused_messages', str(self._refusals)),
-                  ('last_refusal', c.last_refusal),
-                  ('reseeds', str(c.reseeds))]
-        err_p, err_r = c.tracking_errors()
+        with self.lock:  # a consistent picture of the controller, taken quickly
+            c = self.controller
+            status = c.status
+            values = [('status_codes', ','.join(status_mod.names(status)) or 'NONE'),
+                      ('sigma_min', f'{c.sigma_min():.4g}'),
+                      ('refused_messages', str(self._refusals)),
+                      ('last_refusal', c.last_refusal),
+                      ('reseeds', str(c.reseeds))]
+            err_p, err_r = c.tracking_errors()
+            reached = c.goal_reached.copy()
+            J = c.solver.J.copy() if c.initialized else None
         for i, ee in enumerate(self.model.end_effector_names):
             values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))
             values.append((f'{ee}.orientation_error_rad', f'{err_r[i]:.6g}'))
-            values.append((f'{ee}.goal_reached', str(bool(c.goal_reached[i]))))
-        if c.initialized:
-            from ik_control.ik.nullspace import manipulability
-            values.append(('manipulability', f'{manipulability(c.solver.J):.4g}'))
+            values.append((f'{ee}.goal_reached', str(bool(reached[i]))))
+        if J is not None:
+            values.append(('manipulability', f'{manipulability(J):.4g}'))
         values += [(key, f'{value:.1f}') for key, value in
-                   self.stats.summary(self.period).items()]
+                   self.stats.summary(self.period, self._ticks_per_diagnostics).items()]
         msg = DiagnosticArray()
         msg.header.stamp = self.clock_.now().to_msg()
         msg.status = [DiagnosticStatus(
-            level=bytes([level]), name=f'{self.get_name()}: resolved-rate controller',
+            level=bytes([status_mod.level_of(status)]),
+            name=f'{self.get_name()}: resolved-rate controller',
             hardware_id=self.model.name, message=status_mod.describe(status),
             values=[KeyValue(key=k, value=v) for k, v in values])]
         self._diag.publish(msg)

@@ -23,14 +23,19 @@ Each tick's start time, compute time and (in trigger mode) the age of the trigge
 message are kept in ring buffers for the diagnostics and the ``bench loop`` figures.
 """
 
+import gc
 import os
+import sys
+import threading
 import time
 
+from ik_control.control.phase_lock import PhaseLock
 import numpy as np
 from rclpy.callback_groups import CallbackGroup
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 STATS_SIZE = 1 << 16
+SWITCH_INTERVAL = 1e-4  # [s] the longest the loop waits for the GIL (Python's default 5 ms)
 
 
 class PolledGroup(CallbackGroup):
@@ -64,15 +69,19 @@ def take_all(subscription, with_info=False):
             messages.append(taken if with_info else taken[0])
 
 
-def take_latest(subscription):
-    """Return the newest message waiting on ``subscription`` (older ones dropped), or None."""
+def take_latest(subscription, with_info=False):
+    """
+    Return the newest message waiting on ``subscription`` (older ones dropped), or None.
+
+    With ``with_info``, a (message, info) pair (see :func:`take_all`), or None.
+    """
     latest = None
     with subscription.handle:
         while True:
             taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
             if taken is None:
                 return latest
-            latest = taken[0]
+            latest = taken if with_info else taken[0]
 
 
 class LoopStats:
@@ -93,20 +102,21 @@ class LoopStats:
         self.age[i] = age
         self.count += 1
 
-    def arrays(self):
-        """Return the buffered ticks in time order: start, compute, age [s]."""
-        n = min(self.count, self.start.size)
-        order = np.argsort(self.start[:n])
-        return self.start[:n][order], self.compute[:n][order], self.age[:n][order]
+    def arrays(self, last=None):
+        """Return the buffered ticks (``last`` ones only) in time order: start, compute, age."""
+        size = self.start.size
+        n = min(self.count, size if last is None else min(last, size))
+        order = np.arange(self.count - n, self.count) % size
+        return self.start[order], self.compute[order], self.age[order]
 
     def save(self, path):
         """Write the buffered ticks to ``path`` (.npz with start, compute, age [s])."""
         start, compute, age = self.arrays()
         np.savez(path, start=start, compute=compute, age=age)
 
-    def summary(self, period):
-        """Return :func:`summarize` of the buffered ticks."""
-        start, compute, age = self.arrays()
+    def summary(self, period, last=None):
+        """Return :func:`summarize` of the buffered ticks (the ``last`` ones only)."""
+        start, compute, age = self.arrays(last)
         return summarize(start, compute, age, period)
 
 
@@ -142,16 +152,18 @@ def set_realtime_priority(priority, logger):
 
 class RealtimeLoop:
     """
-    Run ``tick(now, trigger_message)`` at ``period`` seconds (see module docstring).
+    Run ``tick(message)`` every ``period`` seconds (see module docstring).
 
-    ``trigger`` is a subscription in a :class:`PolledGroup` (or None for fixed-rate
-    ticks); ``tick`` receives the newest message taken from it (or None) and returns the
-    age [s] of the data it used (or None). ``clock`` returns the time in seconds used for
-    ages (the node clock); scheduling uses ``time.perf_counter``.
+    ``trigger`` is a subscription in a :class:`PolledGroup` (or None: fixed-rate ticks
+    with no message); ``tick`` receives the newest message taken from it (or None when
+    none came since the last tick) and returns the age [s] of the data it used (or None).
+    With ``synchronize`` the ticks keep a fixed period whose phase follows the trigger's
+    messages (:class:`~ik_control.control.phase_lock.PhaseLock`); without it, each
+    message starts a tick. Scheduling uses ``time.perf_counter``.
     """
 
     def __init__(self, node, executor, period, tick, trigger=None, priority=0,
-                 service_period=0.01, spin_margin=2e-4, stats=None):
+                 service_period=0.01, spin_margin=2e-4, stats=None, synchronize=False):
         """Store the loop's parts; nothing runs until :meth:`run`."""
         self.node = node
         self.executor = executor
@@ -162,7 +174,9 @@ class RealtimeLoop:
         self.service_period = service_period
         self.spin_margin = spin_margin
         self.stats = LoopStats() if stats is None else stats
+        self.phase_lock = PhaseLock(period) if synchronize and trigger is not None else None
         self._stop = False
+        self._error = None
 
     def stop(self):
         """Make :meth:`run` return after the current tick."""
@@ -185,21 +199,42 @@ class RealtimeLoop:
 
     def run(self):
         """Loop until rclpy shuts down or :meth:`stop` is called."""
+        # the objects of start-up (rclpy, numba, pinocchio: ~10^6) leave the collector's
+        # reach: a full collection over them stalled the loop for tens of milliseconds
+        gc.collect()
+        gc.freeze()
+        # the executor serves everything else from a thread that mostly waits in rcl_wait
+        # (no GIL); when it runs Python, the loop gets the GIL back within 100 us
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        server = threading.Thread(target=self._serve, name='executor', daemon=True)
+        server.start()  # before the priority: threads inherit it
         set_realtime_priority(self.priority, self.node.get_logger())
+        try:
+            self._run()
+        finally:
+            self._stop = True
+            server.join(timeout=2.0)
+
+    def _run(self):
         context = self.node.context
-        wait_set = None
-        if self.trigger is not None:
-            wait_set = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, context.handle)
+        triggered = self.trigger is not None and self.phase_lock is None
+        wait_set = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, context.handle) if triggered else None
         period = self.period
         next_tick = time.perf_counter() + period
         next_service = time.perf_counter()
+        clock_offset = time.time() - time.perf_counter()  # system clock - perf_counter [s]
         while context.ok() and not self._stop:
-            if self.trigger is not None:
+            info = None
+            if triggered:
                 self._wait_trigger(wait_set, context, next_tick)
                 message = take_latest(self.trigger)
             else:
                 self._sleep_until(next_tick)
                 message = None
+                if self.trigger is not None:
+                    taken = take_latest(self.trigger, with_info=True)
+                    if taken is not None:
+                        message, info = taken
             start = time.perf_counter()
             try:
                 age = self.tick(message)
@@ -209,12 +244,32 @@ class RealtimeLoop:
                 return
             end = time.perf_counter()
             self.stats.record(start, end - start, np.nan if age is None else age)
-            if self.trigger is not None:
+            if triggered:
                 next_tick = start + 1.5 * period
             else:
-                next_tick += period
+                shift = 0.0
+                if info is not None:
+                    shift = self.phase_lock.observe(next_tick + clock_offset,
+                                                    1e-9 * info['source_timestamp'],
+                                                    1e-9 * info['received_timestamp'])
+                next_tick += period + shift
                 if end - next_tick > period:  # far behind: resynchronise, don't burst
                     next_tick = end + period
             if end >= next_service:
-                self.executor.spin_once(timeout_sec=0.0)
                 next_service = end + self.service_period
+                clock_offset = time.time() - time.perf_counter()
+                if self._error is not None:
+                    raise self._error
+        if self._error is not None and context.ok():
+            raise self._error
+
+    def _serve(self):
+        """Run the executor (services, parameters, timers) until the loop ends."""
+        context = self.node.context
+        try:
+            while context.ok() and not self._stop:
+                self.executor.spin_once(timeout_sec=0.5)  # returns at once on any event
+        except Exception as exc:  # noqa: B902 - handed to the loop, which raises it
+            if context.ok():
+                self._error = exc
+            self._stop = True

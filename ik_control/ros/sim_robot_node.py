@@ -22,7 +22,8 @@ import sys
 from typing import List
 
 from ik_control.kinematics import RobotModel
-from ik_control.ros.conversions import arrays_to_joint_state, joint_trajectory_to_arrays
+from ik_control.ros.cdr import SerializedTemplate
+from ik_control.ros.conversions import joint_trajectory_to_arrays
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.ros.realtime_loop import PolledGroup, RealtimeLoop, take_all
 from ik_control.sim.kinematic import KinematicSim
@@ -113,7 +114,13 @@ class SimRobotNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         p = declare_all(self, PARAMETERS)
         self.sim = make_sim(p, self._now())
-        self._js_msg = JointState()
+        # joint_states are published serialized from a template (ik_control.ros.cdr)
+        names = list(self.sim.joint_names)
+        self._js = SerializedTemplate(JointState(name=names), {
+            'position': lambda msg, v: setattr(msg, 'position', v),
+            'velocity': lambda msg, v: setattr(msg, 'velocity', v)}, len(names))
+        self._js_position = self._js.view('position')
+        self._js_velocity = self._js.view('velocity')
         self._js_pub = self.create_publisher(JointState, 'joint_states', 10)
         if p['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{p['loop']}'")
@@ -138,12 +145,12 @@ class SimRobotNode(Node):
         return list(self.sim.joint_names)
 
     def _on_tick(self) -> None:
-        clock_now = self.get_clock().now()
-        self.sim.step(clock_now.nanoseconds * 1e-9)
-        msg = arrays_to_joint_state(self.sim.joint_names, self.sim.position,
-                                    self.sim.velocity, None, clock_now.to_msg(),
-                                    self._js_msg)
-        self._js_pub.publish(msg)
+        now_ns = self.get_clock().now().nanoseconds
+        self.sim.step(now_ns * 1e-9)
+        self._js.set_stamp(now_ns)
+        self._js_position[:] = self.sim.position
+        self._js_velocity[:] = self.sim.velocity
+        self._js_pub.publish(self._js.payload())
 
     def realtime_tick(self, _message):
         """Run one step of the fixed-rate loop: trajectories in arrival order, step, publish."""
