@@ -65,7 +65,7 @@ UNSET_ON_PURPOSE = {'limits.max_velocity'}
 ENUMS = {
     (CONTROLLER, 'solver.method'): set(METHODS),
     (CONTROLLER, 'solver.error_mode'): set(ERROR_MODES),
-    (CONTROLLER, 'loop'): {'on_joint_states', 'timer'},
+    (CONTROLLER, 'loop'): set(ik_controller_node.LOOP_MODES),
     (SIM, 'loop'): {'fixed_rate', 'timer'},
     (SIM, 'backend'): set(sim_robot_node.BACKENDS),
 }

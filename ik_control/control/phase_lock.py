@@ -8,8 +8,9 @@ tick comes a little after the state it should use is ready:
 
 * the delivery delay of message k is ``a_k = received_k - sent_k`` (DDS source and
   reception timestamps, system clock); the lag ``L`` is the ``quantile`` of ``a`` over the
-  last ``window`` messages plus ``margin``, refreshed every ``refresh`` messages, and at
-  most ``max_lag_fraction * T``;
+  last ``window`` messages (all of them, also those a newer one overtook before a tick
+  used them) plus ``margin``, refreshed every ``refresh`` messages, and at most
+  ``max_lag_fraction * T``;
 * a tick at ``t_k`` that uses message k is early or late by the phase error
   ``e_k = wrap(t_k - sent_k - L)``, wrapped into ``[-T/2, T/2)`` (a state that missed its
   tick and is used by the next one gives the same phase);
@@ -49,15 +50,24 @@ class PhaseLock:
         ``tick_time``, ``sent`` and ``received`` must be on one clock (the system clock of
         DDS timestamps).
         """
+        self.delay(sent, received)
+        T = self.period
+        e = (tick_time - sent - self.lag + 0.5 * T) % T - 0.5 * T
+        self.error = e
+        return min(max(-self.gain * e, -self.max_shift), self.max_shift)
+
+    def delay(self, sent, received):
+        """
+        Record the delivery delay of a message the tick did not use (a newer one came).
+
+        Every message taken must be recorded, or late ones, overtaken by the next, would
+        be missing from the quantile, and the lag would settle too short.
+        """
         window = self._delays.size
         self._delays[self._count % window] = received - sent
         self._count += 1
         if self._count % self.refresh == 0:
             self._update_lag(min(self._count, window))
-        T = self.period
-        e = (tick_time - sent - self.lag + 0.5 * T) % T - 0.5 * T
-        self.error = e
-        return min(max(-self.gain * e, -self.max_shift), self.max_shift)
 
     def _update_lag(self, n):
         scratch = self._scratch[:n]

@@ -8,8 +8,9 @@ machines, more than the whole IK step. The loop instead takes the serialized byt
 
 * :class:`JointStateReader` reads the stamp, names and positions of a serialized
   sensor_msgs/JointState. A robot sends the same names every time, so the bytes from the
-  frame id to the first position are remembered with the offset of the positions; a
-  message whose bytes match reads its positions with one ``numpy.frombuffer``. Anything
+  frame id to the first position (but the alignment padding, which serializers leave
+  uninitialised) are remembered with the offset of the positions; a message whose bytes
+  match reads its positions with one ``numpy.frombuffer``. Anything
   else is deserialized by rclpy (and its layout remembered once its positions are found
   where the layout says).
 * :class:`SerializedTemplate` is a serialized message whose float64 arrays (and stamp)
@@ -32,27 +33,35 @@ _U32 = struct.Struct('<I')
 _HEADER = 4  # encapsulation header; CDR alignment counts from its end
 
 
-def _align(offset, size):
-    """Offset rounded up to ``size`` (CDR alignment, relative to the payload start)."""
+def _align(offset, size, padding=None):
+    """
+    Offset rounded up to ``size`` (CDR alignment, relative to the payload start).
+
+    The skipped bytes are appended to ``padding`` as a range: serializers leave them
+    uninitialised, so they may differ between otherwise equal messages.
+    """
     rel = offset - _HEADER
-    return _HEADER + (rel + size - 1) // size * size
+    aligned = _HEADER + (rel + size - 1) // size * size
+    if padding is not None and aligned > offset:
+        padding.append((offset, aligned))
+    return aligned
 
 
-def _positions_offset(raw):
+def _positions_offset(raw, padding=None):
     """Byte offset and count of JointState.position in ``raw`` (CDR; see module docstring)."""
     off = _HEADER + 8                        # header.stamp
     off += 4 + _U32.unpack_from(raw, off)[0]  # header.frame_id
-    off = _align(off, 4)
+    off = _align(off, 4, padding)
     count = _U32.unpack_from(raw, off)[0]    # name
     off += 4
     for _ in range(count):
-        off = _align(off, 4)
+        off = _align(off, 4, padding)
         off += 4 + _U32.unpack_from(raw, off)[0]
-    off = _align(off, 4)
+    off = _align(off, 4, padding)
     n = _U32.unpack_from(raw, off)[0]        # position
     off += 4
     if n:
-        off = _align(off, 8)
+        off = _align(off, 8, padding)
     return off, n
 
 
@@ -61,7 +70,8 @@ class JointStateReader:
 
     def __init__(self):
         """Start with no remembered layout."""
-        self._key = None        # bytes from the frame id to the first position
+        self._key = None        # bytes from the frame id to the first position, padding 0
+        self._mask = None       # 0 on padding bytes, 0xFF elsewhere
         self._size = -1
         self._offset = 0
         self._count = 0
@@ -78,7 +88,9 @@ class JointStateReader:
         sec, nanosec = _STAMP.unpack_from(raw, _HEADER)
         stamp = sec + 1e-9 * nanosec
         off = self._offset
-        if len(raw) == self._size and raw[_HEADER + 8:off] == self._key:
+        if len(raw) == self._size and np.array_equal(
+                np.frombuffer(raw, np.uint8, off - _HEADER - 8, _HEADER + 8) & self._mask,
+                self._key):
             self.fast_reads += 1
             return stamp, self._names, np.frombuffer(raw, '<f8', self._count, off)
         msg = deserialize_message(raw, JointState)
@@ -88,14 +100,20 @@ class JointStateReader:
 
     def _learn(self, raw, names, positions):
         """Remember the layout of ``raw`` if its positions are where it says."""
+        padding = []
         try:
-            off, n = _positions_offset(raw)
+            off, n = _positions_offset(raw, padding)
             found = np.frombuffer(raw, '<f8', n, off)
         except (struct.error, ValueError):
             return
         if n != positions.size or not np.array_equal(found, positions, equal_nan=True):
             return
-        self._key = raw[_HEADER + 8:off]
+        start = _HEADER + 8
+        mask = np.full(off - start, 0xFF, dtype=np.uint8)
+        for a, b in padding:
+            mask[a - start:b - start] = 0
+        self._mask = mask
+        self._key = np.frombuffer(raw, np.uint8, off - start, start) & mask
         self._size, self._offset, self._count, self._names = len(raw), off, n, names
 
 

@@ -9,18 +9,24 @@ main thread itself:
 
 * the hot subscriptions belong to a :class:`PolledGroup` that executors never serve; the
   loop takes their messages directly (``take_message``, ~4 us when empty);
-* in ``trigger`` mode each tick starts when a message arrives on one subscription (a
-  robot's ``joint_states``: the hardware clock drives the loop, as in ros2_control), or at
-  the deadline ``last tick + 1.5 period`` if none comes (so a silent robot is noticed);
-  otherwise ticks start at absolute deadlines ``t0 + k period`` (sleep, then spin the last
-  ``spin_margin`` seconds for precision);
-* everything else (services, parameters, low-rate timers) is served by
-  ``executor.spin_once(0)`` once every ``service_period`` seconds;
-* with ``priority > 0`` the process asks for SCHED_FIFO at that priority (p99 period
-  jitter 26 us vs ~1 ms under load, measured); if the OS refuses, it says so and runs on.
+* ticks start at absolute deadlines ``t0 + k period`` (sleep, then poll the clock for the
+  last ``spin_margin`` seconds: sleep wakes 60-220 us late on these machines). With a
+  ``trigger`` subscription and ``synchronize``, the deadlines are phase-locked to the
+  trigger's messages (:class:`~ik_control.control.phase_lock.PhaseLock`), so a tick comes
+  just after the state it uses arrived, while its period stays steady. With a
+  ``trigger`` and no ``synchronize``, each message starts a tick instead, or the deadline
+  ``last tick + 1.5 period`` if none comes (so a silent robot is noticed);
+* everything else (services, parameters, low-rate timers) is served by the executor in a
+  second thread, which waits in ``rcl_wait`` without the GIL; when it runs Python, the
+  GIL's switch interval (:data:`SWITCH_INTERVAL`) bounds how long the loop waits. (An
+  ``executor.spin_once(0)`` in the loop cost ~200 us every time: the p99 jitter.);
+* the objects that exist at start-up are frozen out of the garbage collector
+  (``gc.freeze``): a full collection over them stalled the loop for milliseconds;
+* with ``priority > 0`` the loop's thread asks for SCHED_FIFO at that priority; if the
+  OS refuses, it says so and runs on.
 
-Each tick's start time, compute time and (in trigger mode) the age of the triggering
-message are kept in ring buffers for the diagnostics and the ``bench loop`` figures.
+Each tick's start time, compute time and the age of the state it used are kept in ring
+buffers for the diagnostics and the ``bench loop`` figures.
 """
 
 import gc
@@ -232,9 +238,12 @@ class RealtimeLoop:
                 self._sleep_until(next_tick)
                 message = None
                 if self.trigger is not None:
-                    taken = take_latest(self.trigger, with_info=True)
-                    if taken is not None:
-                        message, info = taken
+                    taken = take_all(self.trigger, with_info=True)
+                    if taken:
+                        message, info = taken[-1]
+                        for _, older in taken[:-1]:  # overtaken: their delays count too
+                            self.phase_lock.delay(1e-9 * older['source_timestamp'],
+                                                  1e-9 * older['received_timestamp'])
             start = time.perf_counter()
             try:
                 age = self.tick(message)
