@@ -206,7 +206,8 @@ def _bench_soak(args):
     if not args.minutes > 0:
         raise InputError('--minutes must be positive')
     try:
-        results = soak.run(minutes=args.minutes, robot=args.robot, progress=_progress)
+        results = soak.run(minutes=args.minutes, robot=args.robot, progress=_progress,
+                           realtime_priority=args.realtime_priority)
     except fuzz.FuzzError as exc:
         print(f'ik_control bench soak: {exc}', file=sys.stderr)
         return 1
@@ -325,6 +326,9 @@ def build_parser():
                       help='measured duration after a 5 s warm-up [min] (default: 10)')
     soak.add_argument('--robot', choices=('simon', 'wam'), default='simon',
                       help='bundled robot (default: simon, 1 kHz)')
+    soak.add_argument('--realtime-priority', type=int, default=0, metavar='P',
+                      help='SCHED_FIFO priority of both nodes, 1-98 (default: 0, normal '
+                           'scheduling; the OS may refuse it, the nodes then say so)')
     soak.add_argument('--json', action='store_true', help='print JSON instead of the table')
     soak.add_argument('--output-dir', default='bench_results',
                       help='where soak.json and soak.png go (default: bench_results)')

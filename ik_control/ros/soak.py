@@ -14,9 +14,10 @@ warm-up of :data:`WARMUP` seconds:
   at the start and the end of the measurement, and its growth;
 * limit violations: every command checked as in the fuzz bench
   (:class:`~ik_control.ros.fuzz.CommandChecker`, :class:`~ik_control.ros.fuzz.MotionMonitor`);
-* message losses: the controller ticks once per joint_states message, so the commands
-  expected are the joint_states messages the robot published in the window (as received
-  here) and the loss is expected minus received; and command pairs that are not
+* message losses: the controller ticks once per joint_states message (its loop is
+  phase-locked to them at the same rate), so the commands expected are the joint_states
+  messages the robot published in the window (as received here) and the loss is
+  expected minus received; and command pairs that are not
   consecutive ticks (a command lost between them, or a re-seed).
 
 Progress goes to stderr every :data:`PROGRESS_PERIOD` seconds; the figures come back as
@@ -56,11 +57,13 @@ def _diag_float(values, key):
         return math.nan
 
 
-def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None):
+def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
+        realtime_priority=0):
     """
     Soak ``robot`` for ``minutes`` after the warm-up; return the figures (a dict).
 
-    ``progress(text)`` receives progress lines. Raises :class:`~ik_control.ros.fuzz.FuzzError`
+    ``realtime_priority`` is passed to both nodes (0: normal scheduling, as in the
+    robot's parameter file). ``progress(text)`` receives progress lines. Raises :class:`~ik_control.ros.fuzz.FuzzError`
     if the nodes do not start or one of them dies.
     """
     if not minutes > 0:
@@ -70,7 +73,8 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None):
     ready = robots.ready_pose(robot)
     namespace = namespace or f'/ik_control_soak_{os.getpid()}'
     rng = np.random.default_rng(seed)
-    pair = fuzz.Pair(robot, namespace)
+    priority = ['-p', f'realtime_priority:={int(realtime_priority)}']
+    pair = fuzz.Pair(robot, namespace, controller_args=priority, sim_args=priority)
     probe = None
     series = {'t': [], 'commands_per_s': [], 'states_per_s': [], 'controller_rate_hz': [],
               'rss_sim_mib': [], 'rss_controller_mib': [], 'jitter_us_p99': []}
