@@ -36,7 +36,9 @@ from typing import NamedTuple
 
 from ik_control.control import limits as limits_mod
 from ik_control.control.status import Status
-from ik_control.ik.solver import INFO_ERROR_CLAMPED, INFO_SIGMA_MIN, SolverConfig, VelocitySolver
+from ik_control.ik.obstacles import ObstacleAvoidance
+from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
+                                  SolverConfig, VelocitySolver)
 from ik_control.validation import finite_vector, InputError, quaternion_to_matrix, unit_quaternion
 import numpy as np
 
@@ -76,6 +78,9 @@ class ControllerConfig:
     goal_position_tolerance: float = 1e-3   # goal reached within [m]
     goal_orientation_tolerance: float = 1e-2  # goal reached within [rad]
     unreachable_time: float = 0.5           # far from target and still this long [s]
+    obstacle_influence: float = 0.1         # clearance below which obstacles repel [m]
+    obstacle_gain: float = 5.0              # escape speed per metre inside it [1/s]
+    link_radius: float = 0.05               # radius of the arm's capsules [m]
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(
         clamp_error=0.1, clamp_error_rotation=0.5, max_joint_step=0.0, centering_gain=0.0))
 
@@ -88,6 +93,10 @@ class ControllerConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f'{name} must be a finite number > 0, got {value!r}')
+        for name in ('obstacle_influence', 'obstacle_gain', 'link_radius'):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise InputError(f'{name} must be a finite number >= 0, got {value!r}')
         if not (math.isfinite(self.position_margin) and self.position_margin >= 0):
             raise InputError(f'position_margin must be >= 0, got {self.position_margin}')
         if self.gain / self.rate_hz > 1.0:
@@ -112,6 +121,7 @@ class ResolvedRateController:
         self.ne = len(model.end_effectors)
         self.config = None
         self.solver = VelocitySolver(model, SolverConfig())
+        self.obstacles = ObstacleAvoidance(model)
         self.configure(config or ControllerConfig())
         n, ne = self.nq, self.ne
         self.q_meas = None
@@ -182,6 +192,9 @@ class ResolvedRateController:
                              f"{urdf[j]:g} of joint '{model.joint_names[j]}'")
         a = np.array(config.max_acceleration, dtype=float)
         self.solver.configure(solver_config)  # after every check: on error nothing changes
+        self.obstacles.influence = config.obstacle_influence
+        self.obstacles.gain = config.obstacle_gain
+        self.obstacles.link_radius = config.link_radius
         self.v_max = v_max
         self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
         self.dt = 1.0 / config.rate_hz
@@ -300,6 +313,19 @@ class ResolvedRateController:
         self.parked[i] = False
         self.goal_reached[i] = False
 
+    def set_obstacles(self, centers, radii):
+        """
+        Replace the obstacle spheres (centres [m] in the base frame, radii [m]).
+
+        The arm keeps ``obstacle_influence`` of clearance where its task allows (SAM eq.
+        19, :mod:`ik_control.ik.obstacles`). Raises :class:`InputError` for non-finite
+        centres, radii outside ``[0, MAX_RADIUS]`` or more than ``MAX_OBSTACLES`` spheres.
+        """
+        try:
+            self.obstacles.set_obstacles(centers, radii)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+
     def hold(self):
         """Freeze at the current pose: decelerate to rest and keep it."""
         self.holding = True
@@ -401,6 +427,13 @@ class ResolvedRateController:
             else:
                 status |= self._advance_twists(now)
                 dq = self._solve_within_bounds()
+                if self.obstacles.radii.size:
+                    ws = self.solver.ws
+                    dq, clearance = self.obstacles.step(
+                        ws.J, dq, ws.joint_T, ws.frame_T, self.dt, self.solver.active,
+                        math.sqrt(max(self.solver.info[INFO_LAMBDA2], 0.0)))
+                    if clearance < self.obstacles.influence:
+                        status |= Status.OBSTACLE_NEAR
                 np.multiply(dq, cfg.rate_hz, out=self._v_des)
                 info = self.solver.info
                 if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:

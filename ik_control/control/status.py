@@ -27,6 +27,7 @@ class Status(enum.IntFlag):
     RESEEDED = 1 << 10              # measured and commanded state diverged: restarted from
     #                                 the measured state (within the last second)
     TWIST_TIMEOUT = 1 << 11         # a velocity command timed out: decelerating to rest
+    OBSTACLE_NEAR = 1 << 12         # an obstacle within obstacles.influence: moving away
 
 
 _LEVELS = {
@@ -34,7 +35,7 @@ _LEVELS = {
     Status.ACCELERATION_LIMITED: OK, Status.TARGET_UNREACHABLE: WARN,
     Status.ERROR_CLAMPED: OK, Status.STALE_STATE: ERROR, Status.NO_STATE: WARN,
     Status.BAD_INPUT: WARN, Status.HOLDING: OK, Status.RESEEDED: WARN,
-    Status.TWIST_TIMEOUT: OK,
+    Status.TWIST_TIMEOUT: OK, Status.OBSTACLE_NEAR: WARN,
 }
 
 _MESSAGES = {
@@ -50,6 +51,7 @@ _MESSAGES = {
     Status.HOLDING: 'holding (~/hold)',
     Status.RESEEDED: 'commanded and measured state diverged: re-seeded from measurement',
     Status.TWIST_TIMEOUT: 'velocity command timed out: stopping',
+    Status.OBSTACLE_NEAR: 'obstacle within the influence distance: moving the arm away',
 }
 
 

@@ -11,7 +11,12 @@ Topics (``E`` is each frame in ``end_effectors``):
   joint_trajectory_controller expects from a streaming source), ``~/E/goal_reached``
   (std_msgs/Bool, latched, on change) and diagnostic_msgs/DiagnosticArray on
   ``/diagnostics`` at ``diagnostics_rate``;
-* services ``~/hold`` and ``~/resume`` (std_srvs/Trigger).
+* services ``~/hold`` and ``~/resume`` (std_srvs/Trigger);
+* subscribes ``~/obstacles`` (visualization_msgs/MarkerArray): SPHERE, CUBE and CYLINDER
+  markers (ADD/MODIFY by namespace and id, DELETE, DELETEALL) are spheres the arm keeps
+  ``obstacles.influence_distance`` away from where its task allows (SAM eq. 19, see
+  :mod:`ik_control.ik.obstacles`); other marker types, non-finite or non-positive sizes,
+  unnormalised orientations and unknown frames are refused one marker at a time.
 
 Goals in ``base_frame`` (or with an empty frame_id) are used as they are; goals in another
 frame of the robot model are transformed by forward kinematics at the commanded state;
@@ -29,6 +34,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control.control import status as status_mod
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
 from ik_control.ik.nullspace import manipulability
+from ik_control.ik.obstacles import bounding_radius, MAX_OBSTACLES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
 from ik_control.ros.cdr import JointStateReader, SerializedTemplate
@@ -46,8 +52,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
 
 NODE_NAME = 'ik_controller'
+MARKER_SHAPES = {Marker.SPHERE: 'sphere', Marker.CUBE: 'box', Marker.CYLINDER: 'cylinder'}
+MAX_MARKERS = 2 * MAX_OBSTACLES  # per MarkerArray message
 LOOP_MODES = ('synchronized', 'on_joint_states', 'timer')
 _S = SolverConfig()
 _C = ControllerConfig()
@@ -130,6 +139,15 @@ PARAMETERS = {
                                            'empty = URDF limits [rad/s].', dynamic=True),
     'limits.max_acceleration': Param([10.0], 'Joint acceleration limits, one or one per '
                                              'joint [rad/s^2].', dynamic=True),
+    'obstacles.influence_distance': Param(_C.obstacle_influence, 'Clearance between the '
+                                          "arm's capsules and an obstacle below which the "
+                                          'arm moves away (SAM eq. 19) [m].', 0.0, 2.0,
+                                          True),
+    'obstacles.gain': Param(_C.obstacle_gain, 'Escape speed per metre of clearance missing '
+                            '[1/s].', 0.0, 100.0, True),
+    'obstacles.link_radius': Param(_C.link_radius, "Radius of the capsules around the arm's "
+                                   'links (joint origin to joint origin) [m].', 0.0, 1.0,
+                                   True),
     'goal.position_tolerance': Param(_C.goal_position_tolerance, 'goal_reached within '
                                      'this position error [m].', 1e-6, 1.0, True),
     'goal.orientation_tolerance': Param(_C.goal_orientation_tolerance, 'goal_reached '
@@ -162,7 +180,10 @@ def controller_config(values):
         max_velocity=tuple(values['limits.max_velocity'] or ()),
         max_acceleration=tuple(values['limits.max_acceleration'] or ()),
         goal_position_tolerance=values['goal.position_tolerance'],
-        goal_orientation_tolerance=values['goal.orientation_tolerance'], solver=solver)
+        goal_orientation_tolerance=values['goal.orientation_tolerance'],
+        obstacle_influence=values['obstacles.influence_distance'],
+        obstacle_gain=values['obstacles.gain'], link_radius=values['obstacles.link_radius'],
+        solver=solver)
 
 
 def load_model(values):
@@ -261,6 +282,8 @@ class IkControllerNode(Node):
             self._goal_pubs.append(pub)
         self._out = self.create_publisher(JointTrajectory, values['output_topic'], 10)
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._obstacles = {}  # (marker namespace, id) -> (centre in the base frame, radius)
+        self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
         self.create_service(Trigger, '~/hold', self._on_hold)
         self.create_service(Trigger, '~/resume', self._on_resume)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -372,6 +395,54 @@ class IkControllerNode(Node):
                                              [t.angular.x, t.angular.y, t.angular.z], now)
         except InputError as exc:
             self._refuse(str(exc))
+
+    def _on_obstacles(self, msg):
+        """Apply a MarkerArray to the obstacle set, marker by marker (module docstring)."""
+        if len(msg.markers) > MAX_MARKERS:
+            with self.lock:
+                self._refuse(f'obstacles: {len(msg.markers)} markers in one message, at most '
+                             f'{MAX_MARKERS} are taken')
+            return
+        with self.lock:  # frames of the model are placed at the commanded state
+            changed = False
+            for marker in msg.markers:
+                try:
+                    changed |= self._apply_marker(marker)
+                except InputError as exc:
+                    self._refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}")
+            if changed:
+                items = list(self._obstacles.values())
+                self.controller.set_obstacles([c for c, _ in items], [r for _, r in items])
+
+    def _apply_marker(self, marker):
+        """Add, replace or delete one obstacle; return True if the set changed."""
+        key = (marker.ns, marker.id)
+        if marker.action == Marker.DELETEALL:
+            self._obstacles.clear()
+            return True
+        if marker.action == Marker.DELETE:
+            return self._obstacles.pop(key, None) is not None
+        if marker.action != Marker.ADD:
+            raise InputError(f'unknown marker action {marker.action}')
+        shape = MARKER_SHAPES.get(marker.type)
+        if shape is None:
+            raise InputError(f'marker type {marker.type} is not an obstacle shape (SPHERE '
+                             f'{Marker.SPHERE}, CUBE {Marker.CUBE}, CYLINDER {Marker.CYLINDER})')
+        p, o, sc = marker.pose.position, marker.pose.orientation, marker.scale
+        T = np.eye(4)
+        T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'position')
+        T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w], 'orientation'))
+        try:
+            radius = bounding_radius(shape, [sc.x, sc.y, sc.z])
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        center = self._target_in_base(marker.header.frame_id, T, marker.header.stamp)[:3, 3]
+        if not np.all(np.isfinite(center)):
+            raise InputError('position is not finite in the base frame')
+        if key not in self._obstacles and len(self._obstacles) >= MAX_OBSTACLES:
+            raise InputError(f'already {MAX_OBSTACLES} obstacles')
+        self._obstacles[key] = (center.copy(), radius)
+        return True
 
     def _on_hold(self, request, response):
         with self.lock:
@@ -518,6 +589,8 @@ class IkControllerNode(Node):
                       ('reseeds', str(c.reseeds))]
             err_p, err_r = c.tracking_errors()
             reached = c.goal_reached.copy()
+            values.append(('obstacles', str(c.obstacles.radii.size)))
+            values.append(('obstacle_clearance_m', f'{c.obstacles.min_clearance:.4g}'))
             J = c.solver.J.copy() if c.initialized else None
         for i, ee in enumerate(self.model.end_effector_names):
             values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))

@@ -63,8 +63,8 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
     Soak ``robot`` for ``minutes`` after the warm-up; return the figures (a dict).
 
     ``realtime_priority`` is passed to both nodes (0: normal scheduling, as in the
-    robot's parameter file). ``progress(text)`` receives progress lines. Raises :class:`~ik_control.ros.fuzz.FuzzError`
-    if the nodes do not start or one of them dies.
+    robot's parameter file). ``progress(text)`` receives progress lines. Raises
+    :class:`~ik_control.ros.fuzz.FuzzError` if the nodes do not start or one of them dies.
     """
     if not minutes > 0:
         raise ValueError('minutes must be > 0')
