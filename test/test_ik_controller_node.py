@@ -14,6 +14,7 @@ from ros_helpers import NodeProcess, RosTestContext
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STARTUP = 30.0  # process start, discovery and numba cache load on a busy machine [s]
@@ -282,6 +283,53 @@ def test_bad_goals_and_states_are_refused_and_leave_the_command_unchanged(wam):
     wam.ctx.spin_for(0.3)
     after = np.array(wam.commands.wait(timeout=2.0).points[0].positions)
     np.testing.assert_allclose(after, before, atol=1e-9)
+
+
+def _sphere(ns, i, center, diameter, frame='wam_base', action=Marker.ADD, kind=Marker.SPHERE,
+            orientation=(0.0, 0.0, 0.0, 1.0)):
+    m = Marker(ns=ns, id=i, type=kind, action=action)
+    m.header.frame_id = frame
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = map(float, center)
+    o = m.pose.orientation
+    o.x, o.y, o.z, o.w = orientation
+    m.scale.x = m.scale.y = m.scale.z = float(diameter)
+    return m
+
+
+def test_wam_moves_its_arm_off_an_obstacle_and_refuses_degenerate_ones(wam):
+    from ik_control.ik.obstacles import ObstacleAvoidance
+    pub = wam.ctx.node.create_publisher(MarkerArray, f'{wam.ns}/ik_controller/obstacles', 10)
+    assert wam.ctx.wait_for_subscribers(pub, 1, timeout=STARTUP)
+    q = wam.q()
+    tool = wam.model.frame_placements(q)[0]
+    wam.send_pose('tool', tool)  # hold the tool where it is
+    wam.wait_goal('tool')
+    avoid = ObstacleAvoidance(wam.model)
+    ws = wam.model.workspace()
+    ws.update(q)
+    a, b = avoid.endpoints(ws.joint_T, ws.frame_T)
+    s = len(a) // 2  # a segment mid-arm
+    side = np.cross(b[s] - a[s], [0.0, 0.0, 1.0])
+    center = 0.5 * (a[s] + b[s]) + side / np.linalg.norm(side) * (0.05 + 0.05 + 0.03)
+    refused_before = int(_value(wam.diagnostic(lambda s: True), 'refused_messages'))
+    bad = [_sphere('bad', 0, [np.nan, 0.0, 0.0], 0.1),
+           _sphere('bad', 1, center, 0.0),                          # zero size
+           _sphere('bad', 2, center, -0.1),                         # negative size
+           _sphere('bad', 3, center, 0.1, orientation=(0.0, 0.0, 0.0, 2.0)),
+           _sphere('bad', 4, center, 0.1, frame='no_such_frame'),
+           _sphere('bad', 5, center, 0.1, kind=Marker.ARROW),
+           _sphere('bad', 6, center, float('inf'))]
+    pub.publish(MarkerArray(markers=bad + [_sphere('table', 0, center, 0.1)]))
+    status = wam.diagnostic(lambda s: _value(s, 'obstacles') == '1', timeout=5.0)
+    assert int(_value(status, 'refused_messages')) >= refused_before + len(bad)
+    status = wam.diagnostic(lambda s: float(_value(s, 'obstacle_clearance_m')) > 0.06,
+                            timeout=10.0)
+    q = wam.q()
+    _assert_in_limits(wam.model, q)
+    pos, rot = _pose_errors(wam.model, q, [tool])
+    assert pos[0] < 2e-3 and rot[0] < 1e-2  # the task first: the tool stays
+    pub.publish(MarkerArray(markers=[_sphere('', 0, center, 0.1, action=Marker.DELETEALL)]))
+    wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
 
 
 @pytest.fixture

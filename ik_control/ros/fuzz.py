@@ -12,6 +12,9 @@ process sends random messages at a bounded rate, in cycles of three phases:
    positions; geometry_msgs/PoseStamped with NaN or inf positions, zero-norm,
    unnormalised or NaN quaternions, unknown frames; geometry_msgs/TwistStamped with NaN,
    inf or huge components, unknown frames, stamps far in the past or future;
+   visualization_msgs/MarkerArray obstacles beside the arm with NaN positions, zero,
+   negative, infinite or huge sizes, zero-norm or unnormalised orientations, unknown
+   frames, marker types that are not shapes, unknown actions, or 200 markers at once;
 2. *anchor*: a valid pose goal at each effector's current pose; wait until the command
    is steady (positions unchanged within :data:`SETTLE_TOLERANCE` for
    :data:`SETTLE_TIME`);
@@ -29,8 +32,6 @@ be 0), crashes (node processes that died or exited non-zero; must be 0), duratio
 The robot's measured speed against the limits (:class:`MotionMonitor`) and the commands
 per joint_states message (one tick per state: more would mean messages the controller
 refused caused ticks) are reported too.
-
-MarkerArray obstacles are not fuzzed: the controller has no obstacle interface yet.
 """
 
 import math
@@ -51,6 +52,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
 
 STARTUP_TIMEOUT = 120.0     # process start, discovery, numba cache load or compile [s]
 STOP_TIMEOUT = 5.0          # SIGINT to exit, then SIGKILL [s]
@@ -70,6 +72,9 @@ POSE_FAULTS = ('nan_position', 'inf_position', 'zero_quaternion', 'unnormalised_
                'nan_quaternion', 'unknown_frame')
 TWIST_FAULTS = ('nan_linear', 'inf_angular', 'huge', 'unknown_frame', 'stamp_far_past',
                 'stamp_far_future')
+MARKER_FAULTS = ('nan_position', 'zero_size', 'negative_size', 'inf_size', 'huge_size',
+                 'zero_quaternion', 'unnormalised_quaternion', 'unknown_frame',
+                 'unsupported_type', 'unknown_action', 'too_many_markers')
 POSE_GOALS = ('reachable', 'unreachable', 'singular', 'old_stamp')
 
 
@@ -349,6 +354,7 @@ class Probe:
         self.state_pub = node.create_publisher(JointState, f'{namespace}/joint_states', 100)
         self.pose_pub = {ee: node.create_publisher(PoseStamped, f'{ctl}/{ee}/target_pose', 100)
                          for ee in model.end_effector_names}
+        self.obstacle_pub = node.create_publisher(MarkerArray, f'{ctl}/obstacles', 100)
         self.twist_pub = {ee: node.create_publisher(TwistStamped, f'{ctl}/{ee}/target_twist',
                                                     100)
                           for ee in model.end_effector_names}
@@ -452,7 +458,8 @@ class Probe:
 
     def wait_ready(self, timeout=STARTUP_TIMEOUT, pair=None):
         """Wait for joint_states, commands, diagnostics and matched goal subscriptions."""
-        pubs = list(self.pose_pub.values()) + list(self.twist_pub.values())
+        pubs = (list(self.pose_pub.values()) + list(self.twist_pub.values())
+                + [self.obstacle_pub])
 
         def ready():
             return (self.last_state is not None and self.commands > 0 and self.diagnostics
@@ -529,7 +536,8 @@ class MessageFactory:
                       else np.clip(np.zeros(model.nq), model.lower, model.upper))
         self.faults = ([('joint_states', f) for f in JOINT_STATE_FAULTS]
                        + [('pose', f) for f in POSE_FAULTS]
-                       + [('twist', f) for f in TWIST_FAULTS])
+                       + [('twist', f) for f in TWIST_FAULTS]
+                       + [('obstacles', f) for f in MARKER_FAULTS])
 
     def _ee(self):
         return self.ees[int(self.rng.integers(len(self.ees)))]
@@ -582,6 +590,8 @@ class MessageFactory:
         topic, fault = self.faults[int(self.rng.integers(len(self.faults)))]
         if topic == 'joint_states':
             return topic, None, self.joint_state(fault), fault
+        if topic == 'obstacles':
+            return topic, None, self.obstacles(fault), fault
         if topic == 'pose':
             ee, msg = self.pose_goal('reachable')
             p, o = msg.pose.position, msg.pose.orientation
@@ -614,6 +624,49 @@ class MessageFactory:
         elif fault == 'stamp_far_future':
             _stamp(msg, time.time() + 1e6)
         return topic, ee, msg, fault
+
+    def obstacles(self, fault):
+        """
+        Return a MarkerArray of one degenerate obstacle (or too many) beside the arm.
+
+        Its sphere would touch the arm at the ready pose: were it taken, the command would
+        change.
+        """
+        m, rng = self.model, self.rng
+        T = m.frame_placements(self.ready)[0]
+        center = T[:3, 3] + rng.normal(0, 0.05, 3)
+        marker = Marker(ns='ik_control_fuzz', id=int(rng.integers(1000)), type=Marker.SPHERE,
+                        action=Marker.ADD)
+        marker.header.frame_id = m.base_frame
+        p, o, size = marker.pose.position, marker.pose.orientation, marker.scale
+        p.x, p.y, p.z = (float(v) for v in center)
+        o.w = 1.0
+        size.x = size.y = size.z = 0.2
+        if fault == 'nan_position':
+            p.x = math.nan
+        elif fault == 'zero_size':
+            size.y = 0.0
+        elif fault == 'negative_size':
+            size.z = -0.2
+        elif fault == 'inf_size':
+            size.x = math.inf
+        elif fault == 'huge_size':
+            size.x = size.y = size.z = 1e300
+        elif fault == 'zero_quaternion':
+            o.w = 0.0
+        elif fault == 'unnormalised_quaternion':
+            o.w = float(rng.choice([0.5, 1.5, 1e6]))
+        elif fault == 'unknown_frame':
+            marker.header.frame_id = 'no_such_frame'
+        elif fault == 'unsupported_type':
+            marker.type = int(rng.choice([Marker.ARROW, Marker.LINE_STRIP, Marker.MESH_RESOURCE,
+                                          Marker.TEXT_VIEW_FACING, 99]))
+        elif fault == 'unknown_action':
+            marker.action = 7
+        markers = [marker]
+        if fault == 'too_many_markers':
+            markers = [marker] * 200
+        return MarkerArray(markers=markers)
 
     def joint_state(self, fault):
         """Return a malformed JointState (frame_id 'ik_control_fuzz' marks it as ours)."""
@@ -648,6 +701,8 @@ class MessageFactory:
 def _publish(probe, topic, ee, msg):
     if topic == 'joint_states':
         probe.state_pub.publish(msg)
+    elif topic == 'obstacles':
+        probe.obstacle_pub.publish(msg)
     elif topic == 'pose':
         probe.pose_pub[ee].publish(msg)
     else:
