@@ -40,6 +40,7 @@ from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
                                   SolverConfig, VelocitySolver)
 from ik_control.validation import finite_vector, InputError, quaternion_to_matrix, unit_quaternion
+from numba import njit
 import numpy as np
 
 MODE_HOLD, MODE_POSE, MODE_TWIST = 0, 1, 2
@@ -52,6 +53,52 @@ BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it 
 STATE_LIMIT_TOLERANCE = 0.1  # measured positions further outside the limits are refused
 MAX_TWIST = 1e3  # twist components beyond this are refused as malformed [m/s, rad/s]
 RIGID_TOLERANCE = 1e-6  # |R^T R - I| and |det R - 1| accepted in a target matrix
+
+
+# status bits as plain ints: IntFlag's | costs microseconds a tick (``status`` is an int
+# bit field of :class:`Status` flags)
+_ACCELERATION_LIMITED = int(Status.ACCELERATION_LIMITED)
+_BAD_INPUT = int(Status.BAD_INPUT)
+_ERROR_CLAMPED = int(Status.ERROR_CLAMPED)
+_HOLDING = int(Status.HOLDING)
+_JOINT_BOUND = int(Status.JOINT_BOUND)
+_NEAR_SINGULARITY = int(Status.NEAR_SINGULARITY)
+_NONE = int(Status.NONE)
+_NO_STATE = int(Status.NO_STATE)
+_OBSTACLE_NEAR = int(Status.OBSTACLE_NEAR)
+_RESEEDED = int(Status.RESEEDED)
+_STALE_STATE = int(Status.STALE_STATE)
+_TARGET_UNREACHABLE = int(Status.TARGET_UNREACHABLE)
+_TWIST_TIMEOUT = int(Status.TWIST_TIMEOUT)
+_VELOCITY_LIMITED = int(Status.VELOCITY_LIMITED)
+
+
+@njit(cache=True, nogil=True)
+def _goal_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, best_time, now,
+                 unreachable_time, goal_reached, stuck):
+    """
+    Goal bookkeeping of one tick (:meth:`ResolvedRateController._goal_bookkeeping`).
+
+    Sets ``goal_reached`` (within tolerance, a pose goal, not parked, every joint slower
+    than ``GOAL_SPEED``), records progress in ``best_error``/``best_time`` and marks in
+    ``stuck`` the pose goals without progress for ``unreachable_time``. Returns True when
+    some are stuck and the arm is at rest (every joint slower than ``STILL_SPEED``).
+    """
+    speed = 0.0
+    for j in range(v_cmd.size):
+        speed = max(speed, abs(v_cmd[j]))
+    settled = speed < GOAL_SPEED
+    any_stuck = False
+    for i in range(err_p.size):
+        close = err_p[i] <= tol_p and err_r[i] <= tol_r
+        pose = mode[i] == MODE_POSE
+        goal_reached[i] = close and pose and not parked[i] and settled
+        if err_p[i] < best_error[i] - UNREACHABLE_PROGRESS:
+            best_error[i] = err_p[i]
+            best_time[i] = now
+        stuck[i] = pose and not close and not parked[i] and now - best_time[i] >= unreachable_time
+        any_stuck = any_stuck or stuck[i]
+    return any_stuck and speed < STILL_SPEED
 
 
 class Command(NamedTuple):
@@ -140,7 +187,8 @@ class ResolvedRateController:
         self.twist_time = np.full(ne, -math.inf)
         self.goal_reached = np.zeros(ne, dtype=bool)
         self.parked = np.zeros(ne, dtype=bool)   # unreachable goal: holding the closest pose
-        self.status = Status.NO_STATE
+        self._stuck = np.zeros(ne, dtype=bool)
+        self.status = _NO_STATE
         self.holding = False
         self._bad_input_time = -math.inf
         self._last_tick = -math.inf
@@ -168,6 +216,9 @@ class ResolvedRateController:
         limits_mod.limit_velocity(q, self.v_cmd, self._v_des, self.model.lower,
                                   self.model.upper, 0.0, self.v_max, self.a_max, self.dt,
                                   self._v_out)
+        _goal_kernel(self.solver.err_pos, self.solver.err_rot, 0.0, 0.0, self.mode,
+                     self.parked, self.v_cmd, self._best_error.copy(), self._best_time.copy(),
+                     0.0, 1.0, self.goal_reached.copy(), self._stuck)
         self.solver.reset_targets()
         self._rot = np.zeros(3)
 
@@ -361,12 +412,12 @@ class ResolvedRateController:
         self._last_tick = now
         k = self.config.gain
         self._solver_targets[:] = self.targets
-        status = Status.NONE
+        status = _NONE
         for i in np.flatnonzero(self.mode == MODE_TWIST):
             if now - self.twist_time[i] > self.config.twist_timeout:
                 if np.any(self.twist[i]):
                     self.twist[i] = 0.0
-                status |= Status.TWIST_TIMEOUT
+                status |= _TWIST_TIMEOUT
             v, w = self.twist[i, :3], self.twist[i, 3:]
             T = self.targets[i]
             T[:3, 3] += v * dt
@@ -392,15 +443,15 @@ class ResolvedRateController:
         stop trajectory; None while there is nothing to command.
         """
         cfg = self.config
-        status = Status.NONE
+        status = _NONE
         self._observe_clock(now)
         if now - self._bad_input_time < 1.0:
-            status |= Status.BAD_INPUT
+            status |= _BAD_INPUT
         if self.q_meas is None:
-            self.status = status | Status.NO_STATE
+            self.status = status | _NO_STATE
             return None
         if now - self.state_time > cfg.joint_state_timeout:
-            self.status = status | Status.STALE_STATE
+            self.status = status | _STALE_STATE
             self._stale = True
             if not self.initialized or not np.any(self.v_cmd):
                 return None
@@ -421,7 +472,7 @@ class ResolvedRateController:
                 self._stale = False
             self._fresh = False
             if self.holding:
-                status |= Status.HOLDING
+                status |= _HOLDING
                 self._v_des[:] = 0.0
                 self.solver.ws.update(self.q_cmd, jacobian=False)
             else:
@@ -433,24 +484,24 @@ class ResolvedRateController:
                         ws.J, dq, ws.joint_T, ws.frame_T, self.dt, self.solver.active,
                         math.sqrt(max(self.solver.info[INFO_LAMBDA2], 0.0)))
                     if clearance < self.obstacles.influence:
-                        status |= Status.OBSTACLE_NEAR
+                        status |= _OBSTACLE_NEAR
                 np.multiply(dq, cfg.rate_hz, out=self._v_des)
                 info = self.solver.info
                 if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
-                    status |= Status.NEAR_SINGULARITY
+                    status |= _NEAR_SINGULARITY
                 if info[INFO_ERROR_CLAMPED] > 0:
-                    status |= Status.ERROR_CLAMPED
+                    status |= _ERROR_CLAMPED
         if now - self._reseed_time < 1.0:
-            status |= Status.RESEEDED
+            status |= _RESEEDED
         flags = limits_mod.limit_velocity(self.q_cmd, self.v_cmd, self._v_des, self.model.lower,
                                           self.model.upper, cfg.position_margin, self.v_max,
                                           self.a_max, self.dt, self._v_out)
         if flags & (limits_mod.BRAKING_FOR_BOUND | limits_mod.POSITION_CLIPPED):
-            status |= Status.JOINT_BOUND
+            status |= _JOINT_BOUND
         if flags & limits_mod.VELOCITY_SCALED:
-            status |= Status.VELOCITY_LIMITED
+            status |= _VELOCITY_LIMITED
         if flags & limits_mod.ACCELERATION_LIMITED:
-            status |= Status.ACCELERATION_LIMITED
+            status |= _ACCELERATION_LIMITED
         self.v_cmd[:] = self._v_out
         self.q_cmd += self.v_cmd * self.dt
         if not self.holding:
@@ -507,23 +558,16 @@ class ResolvedRateController:
         joint slower than ``STILL_SPEED``): it holds the closest pose it found.
         """
         cfg = self.config
-        err_p, err_r = self.solver.err_pos, self.solver.err_rot
-        close = (err_p <= cfg.goal_position_tolerance) & (err_r <= cfg.goal_orientation_tolerance)
-        pose = self.mode == MODE_POSE
-        # within tolerance and nearly at rest: passing through the goal at speed is not
-        # reaching it
-        settled = np.max(np.abs(self.v_cmd)) < GOAL_SPEED
-        self.goal_reached[:] = close & pose & ~self.parked & settled
-        progress = err_p < self._best_error - UNREACHABLE_PROGRESS
-        self._best_error[progress] = err_p[progress]
-        self._best_time[progress] = now
-        stuck = pose & ~close & ~self.parked & (now - self._best_time >= cfg.unreachable_time)
-        if stuck.any() and np.max(np.abs(self.v_cmd)) < STILL_SPEED:
+        if _goal_kernel(self.solver.err_pos, self.solver.err_rot, cfg.goal_position_tolerance,
+                        cfg.goal_orientation_tolerance, self.mode, self.parked, self.v_cmd,
+                        self._best_error, self._best_time, now, cfg.unreachable_time,
+                        self.goal_reached, self._stuck):
             # hold the closest pose found: its own placement becomes the target, so the
             # slow drift of damped least squares along the singular direction stops
+            stuck = self._stuck
             self.targets[stuck] = self.solver.frame_T[stuck]
             self.parked |= stuck
-        return Status.TARGET_UNREACHABLE if self.parked.any() else Status.NONE
+        return _TARGET_UNREACHABLE if self.parked.any() else _NONE
 
     # ------------------------------------------------------------------ reporting
     def tracking_errors(self):
