@@ -688,8 +688,15 @@ def test_clock_jumps_under_sim_time_are_handled():
             q, v = rig.command_arrays(n)
             assert len(q) > 100, jump
             # no jump: at most the motion of a few ticks between logged commands (a
-            # loaded test process may miss some of the 500 Hz messages)
-            assert np.all(np.abs(np.diff(q, axis=0)) <= checker.v_max * 0.002 * 5)
+            # loaded test process may miss some of the 500 Hz messages), but for one
+            # re-seed: a clock reset makes the simulated robot hold where it is (see
+            # sim/base.py), and if it lags the command by more than reseed_tolerance
+            # (0.05 rad) the controller continues from the measured state
+            steps = np.abs(np.diff(q, axis=0))
+            few_ticks = checker.v_max * 0.002 * 5
+            jumps = np.flatnonzero(np.any(steps > few_ticks, axis=1))
+            assert len(jumps) <= 1, (jump, jumps)
+            assert np.all(steps <= few_ticks + 0.05), (jump, steps.max())
             assert np.max(np.abs(v[-20:])) < 1e-3, (jump, np.abs(v[-20:]).max())
         assert checker.violations == 0, checker.examples
         assert clock.pump(5.0, until=lambda: 'STALE_STATE' not in probe.diagnostics.get(

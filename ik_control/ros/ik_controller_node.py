@@ -78,7 +78,8 @@ PARAMETERS = {
                           'Topic of the trajectory_msgs/JointTrajectory commands.'),
     'loop': Param('synchronized', "Tick scheduling: 'synchronized' (ticks at rate_hz on the "
                                   'own clock, phase-locked to arrive just after each '
-                                  "joint_states message), 'on_joint_states' (a tick per "
+                                  'joint_states message; under use_sim_time as '
+                                  "'on_joint_states'), 'on_joint_states' (a tick per "
                                   'joint_states message, at the latest 1.5 periods after the '
                                   "last) or 'timer' (an rclpy timer at rate_hz)."),
     'realtime_priority': Param(0, 'SCHED_FIFO priority of the loop (1-98; needs '
@@ -242,7 +243,13 @@ class IkControllerNode(Node):
         if values['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{values['loop']}'")
         polled = PolledGroup() if values['loop'] != 'timer' else None
-        self._triggered = values['loop'] == 'on_joint_states'
+        # under use_sim_time the robot's clock is the only one that means anything (a
+        # simulator may run slower or faster than real time): a synchronized loop on the
+        # wall clock would command too much motion per simulated second, so it ticks on
+        # joint_states instead
+        self._sim_time = bool(self.get_parameter('use_sim_time').value)
+        self._triggered = values['loop'] == 'on_joint_states' or (
+            values['loop'] == 'synchronized' and self._sim_time)
         self._last_goal = np.zeros(len(self.model.end_effectors), dtype=bool)
 
         self._traj = JointTrajectory()
@@ -293,6 +300,9 @@ class IkControllerNode(Node):
         # tick statistics over the ticks since the last diagnostics (the whole 64k buffer
         # took 22 ms, a stall of the loop, twice a second)
         self._ticks_per_diagnostics = max(10, int(values['rate_hz'] / values['diagnostics_rate']))
+        if self._sim_time and values['loop'] == 'synchronized':
+            self.get_logger().info('use_sim_time: ticking on joint_states (the simulated '
+                                   "clock drives the loop, as with loop 'on_joint_states')")
         self.get_logger().info(
             f"controlling {len(self.model.joint_names)} joints of '{self.model.name}' at "
             f"{values['rate_hz']:g} Hz, end effectors {list(self.model.end_effector_names)}, "
