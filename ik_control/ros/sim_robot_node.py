@@ -122,6 +122,7 @@ class SimRobotNode(Node):
         self._js_position = self._js.view('position')
         self._js_velocity = self._js.view('velocity')
         self._js_pub = self.create_publisher(JointState, 'joint_states', 10)
+        self._last_ns = None  # time of the last step [ns]
         if p['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{p['loop']}'")
         self.values = p
@@ -146,6 +147,11 @@ class SimRobotNode(Node):
 
     def _on_tick(self) -> None:
         now_ns = self.get_clock().now().nanoseconds
+        if now_ns == self._last_ns:
+            # simulated time stands still (use_sim_time, /clock paused or late): like a
+            # simulator, no step and no new joint_states until it moves
+            return
+        self._last_ns = now_ns
         self.sim.step(now_ns * 1e-9)
         self._js.set_stamp(now_ns)
         self._js_position[:] = self.sim.position
