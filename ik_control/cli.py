@@ -85,6 +85,12 @@ def _save(args, name, results):
     return path
 
 
+def _emit(args, name, results, text):
+    """Save ``results`` as ``<name>.json``, then print them: JSON with --json, else ``text``."""
+    _save(args, name, results)
+    print(json.dumps(results, indent=2) if args.json else text)
+
+
 def _bench_buss(args):
     from ik_control.bench import buss
 
@@ -98,14 +104,9 @@ def _bench_buss(args):
             r.pop('error_series')
     slim['checks'] = [{'claim': c, 'holds': bool(ok)} for c, ok in checks]
     slim['plot'] = png
-    _save(args, 'buss', slim)
-    if args.json:
-        print(json.dumps(slim, indent=2))
-    else:
-        print(buss.table(results))
-        for claim, ok in checks:
-            print(f"  [{'ok' if ok else 'FAILS'}] {claim}")
-        print(f'plot: {png}')
+    _emit(args, 'buss', slim, '\n'.join(
+        [buss.table(results)] + [f"  [{'ok' if ok else 'FAILS'}] {claim}" for claim, ok in checks]
+        + [f'plot: {png}']))
     return 0 if all(ok for _, ok in checks) else 1
 
 
@@ -113,11 +114,7 @@ def _bench_step(args):
     from ik_control.bench import step
 
     results = step.run(samples=args.samples, progress=None if args.json else _progress)
-    _save(args, 'step', results)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print(step.table(results))
+    _emit(args, 'step', results, step.table(results))
     return 0
 
 
@@ -126,11 +123,7 @@ def _bench_loop(args):
 
     results = bench_loop.run(seconds=args.seconds, compare_seconds=args.compare_seconds,
                              progress=None if args.json else _progress)
-    _save(args, 'loop', results)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print(bench_loop.table(results))
+    _emit(args, 'loop', results, bench_loop.table(results))
     return 0
 
 
@@ -167,12 +160,7 @@ def _bench_ik(args):
     data = ik.to_json(results)
     data['plot'] = png
     data['table'] = ik.table(results)
-    _save(args, 'ik', data)
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        print(data['table'])
-        print(f'plot: {png}')
+    _emit(args, 'ik', data, f"{data['table']}\nplot: {png}")
     return 0
 
 
@@ -195,8 +183,7 @@ def _bench_fuzz(args):
     except fuzz.FuzzError as exc:
         print(f'ik_control bench fuzz: {exc}', file=sys.stderr)
         return 1
-    _save(args, 'fuzz', results)
-    print(json.dumps(results, indent=2) if args.json else fuzz.table(results))
+    _emit(args, 'fuzz', results, fuzz.table(results))
     return 0 if results['violations'] == 0 and results['crashes'] == 0 else 1
 
 
@@ -212,12 +199,7 @@ def _bench_soak(args):
         print(f'ik_control bench soak: {exc}', file=sys.stderr)
         return 1
     results['plot'] = soak.plot(results, os.path.join(_output_dir(args), 'soak.png'))
-    _save(args, 'soak', results)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print(soak.table(results))
-        print(f"plot: {results['plot']}")
+    _emit(args, 'soak', results, f"{soak.table(results)}\nplot: {results['plot']}")
     return 0 if results['violations'] == 0 and results['crashes'] == 0 else 1
 
 

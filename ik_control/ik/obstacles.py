@@ -106,13 +106,6 @@ class ObstacleAvoidance:
         self.segments = arm_segments(model)
         self.centers = np.zeros((0, 3))
         self.radii = np.zeros(0)
-        nt = model.parent.size
-        # controlled columns that move each tree joint's link, with the mimic multipliers
-        self._columns = np.zeros((nt, model.nq))
-        for j in range(nt):
-            for a in np.flatnonzero(model._joint_ancestors[j + 1]):
-                if model.ctrl_index[a] >= 0:
-                    self._columns[j, model.ctrl_index[a]] += model.multiplier[a]
         self.min_clearance = np.inf  # [m] at the last call of :meth:`clearances`
 
     def set_obstacles(self, centers, radii):

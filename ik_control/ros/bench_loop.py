@@ -73,8 +73,7 @@ def _pose_msg(T, frame):
     return msg
 
 
-def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
-               busy_wait=2e-4):
+def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None):
     """Run sim + controller with one loop design; return the measured figures."""
     model = robots.robot('simon')
     params = robots.data_path('config', 'simon.yaml')
@@ -88,7 +87,6 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                  common + ['-p', f'realtime_priority:={priority}'], log)
     ctl = _spawn('ik_control.ros.ik_controller_node',
                  common + ['-p', f'loop:={loop}', '-p', f'realtime_priority:={priority}',
-                           '-p', f'busy_wait:={busy_wait}',
                            '-p', f'statistics_file:={ctl_stats}'], log)
     node = Node(f'bench_loop_{label}', namespace=ns)
     pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)

@@ -272,7 +272,7 @@ class IkControllerNode(Node):
         self.joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._on_joint_state,
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE), callback_group=polled,
-            raw=polled is not None)
+            raw=True)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._goal_pubs = []
         self._target_subs = []
@@ -321,13 +321,10 @@ class IkControllerNode(Node):
         self.controller.refuse(self._now(), reason)
         self.get_logger().warn(f'refused: {reason}', throttle_duration_sec=1.0)
 
-    def _on_joint_state(self, msg):
-        try:
-            self.controller.set_joint_state(msg.name, msg.position, self._now())
-            return True
-        except InputError as exc:
-            self._refuse(str(exc))
-            return False
+    def _on_joint_state(self, raw):
+        """Take a serialized joint_states message from the executor (``loop: timer``)."""
+        with self.lock:
+            self._on_serialized_joint_state(raw, self._now())
 
     def _on_serialized_joint_state(self, raw, now):
         """Take a serialized joint_states message; return its stamp [s], or None if refused."""

@@ -41,6 +41,7 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 STATS_SIZE = 1 << 16
+CLOCK_CHECK_PERIOD = 1.0  # [s] how often the system clock offset is measured again
 SWITCH_INTERVAL = 1e-4  # [s] the longest the loop waits for the GIL (Python's default 5 ms)
 
 
@@ -75,19 +76,15 @@ def take_all(subscription, with_info=False):
             messages.append(taken if with_info else taken[0])
 
 
-def take_latest(subscription, with_info=False):
-    """
-    Return the newest message waiting on ``subscription`` (older ones dropped), or None.
-
-    With ``with_info``, a (message, info) pair (see :func:`take_all`), or None.
-    """
+def take_latest(subscription):
+    """Return the newest message waiting on ``subscription`` (older ones dropped), or None."""
     latest = None
     with subscription.handle:
         while True:
             taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
             if taken is None:
                 return latest
-            latest = taken if with_info else taken[0]
+            latest = taken[0]
 
 
 class LoopStats:
@@ -169,7 +166,7 @@ class RealtimeLoop:
     """
 
     def __init__(self, node, executor, period, tick, trigger=None, priority=0,
-                 service_period=0.01, spin_margin=2e-4, stats=None, synchronize=False):
+                 spin_margin=2e-4, stats=None, synchronize=False):
         """Store the loop's parts; nothing runs until :meth:`run`."""
         self.node = node
         self.executor = executor
@@ -177,7 +174,6 @@ class RealtimeLoop:
         self.tick = tick
         self.trigger = trigger
         self.priority = priority
-        self.service_period = service_period
         self.spin_margin = spin_margin
         self.stats = LoopStats() if stats is None else stats
         self.phase_lock = PhaseLock(period) if synchronize and trigger is not None else None
@@ -227,7 +223,7 @@ class RealtimeLoop:
         wait_set = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, context.handle) if triggered else None
         period = self.period
         next_tick = time.perf_counter() + period
-        next_service = time.perf_counter()
+        next_clock_check = time.perf_counter() + CLOCK_CHECK_PERIOD
         clock_offset = time.time() - time.perf_counter()  # system clock - perf_counter [s]
         while context.ok() and not self._stop:
             info = None
@@ -264,11 +260,10 @@ class RealtimeLoop:
                 next_tick += period + shift
                 if end - next_tick > period:  # far behind: resynchronise, don't burst
                     next_tick = end + period
-            if end >= next_service:
-                next_service = end + self.service_period
+            if end >= next_clock_check:  # the system clock may be slewed (NTP)
+                next_clock_check = end + CLOCK_CHECK_PERIOD
                 clock_offset = time.time() - time.perf_counter()
-                if self._error is not None:
-                    raise self._error
+        # the executor thread stops the loop when a callback raised: raise it here
         if self._error is not None and context.ok():
             raise self._error
 
