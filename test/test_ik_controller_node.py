@@ -141,9 +141,9 @@ def _reachable_targets(model, q, offset):
     return [T[i] for i in range(len(T))]
 
 
-def test_wam_reaches_a_reachable_goal_within_1mm_and_10mrad(wam):
-    targets = _reachable_targets(wam.model, robots.ready_pose('wam'),
-                                 np.array([0.3, -0.2, 0.2, -0.3, 0.2, 0.3, 0.4]))
+def _assert_tool_reaches(wam, offset):
+    """Send the tool to the pose of ready + ``offset``; assert 1 mm / 10 mrad, in limits."""
+    targets = _reachable_targets(wam.model, robots.ready_pose('wam'), np.array(offset))
     wam.send_pose('tool', targets[0])
     wam.wait_goal('tool')
     _settled_command(wam)
@@ -152,6 +152,19 @@ def test_wam_reaches_a_reachable_goal_within_1mm_and_10mrad(wam):
     pos, rot = _pose_errors(wam.model, q, targets)
     assert pos[0] < 1e-3 and rot[0] < 1e-2
     _assert_in_limits(wam.model, q)
+
+
+def test_wam_reaches_a_reachable_goal_within_1mm_and_10mrad(wam):
+    _assert_tool_reaches(wam, [0.3, -0.2, 0.2, -0.3, 0.2, 0.3, 0.4])
+
+
+def test_wam_on_an_rclpy_timer_loop_reaches_a_goal():
+    """``loop: timer`` (the executor runs the ticks) follows goals like the realtime loop."""
+    bringup = Bringup('wam', 500.0, extra=['-p', 'loop:=timer'], ns='/wam_timer')
+    try:
+        _assert_tool_reaches(bringup, [0.2, -0.2, 0.1, -0.2, 0.1, 0.2, 0.3])
+    finally:
+        bringup.close()
 
 
 def test_simon_reaches_goals_with_both_hands_at_once(simon):

@@ -389,10 +389,15 @@ class Rig:
             self.pair.start()
             self.probe = fuzz.Probe(WAM, self.ns, name=f'{name}_probe')
             self.log = []
-            self.probe.on_command = lambda msg, t: self.log.append((t, msg))
+            self.sent = {}  # id(command in log) -> when it was sent (DDS source timestamp) [s]
+            self.probe.on_command = self._log_command
         except BaseException:
             self.close()
             raise
+
+    def _log_command(self, msg, t):
+        self.log.append((t, msg))
+        self.sent[id(msg)] = self.probe.sent
 
     def wait_ready(self):
         self.probe.wait_ready(timeout=STARTUP, pair=self.pair)
@@ -483,14 +488,7 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     rig = own_rig
     probe = rig.probe
     # when each message was sent (DDS source timestamps): the probe may take them late
-    state_sent, command_sent = [], []
-    log_command = probe.on_command
-
-    def on_command(msg, t):
-        log_command(msg, t)
-        command_sent.append((probe.sent, msg))
-
-    probe.on_command = on_command
+    state_sent = []
     probe.on_state = lambda msg, t: state_sent.append(probe.sent)
     goal = WAM.frame_placements(robots.ready_pose('wam'))[0]
     goal[:3, 3] += [0.0, 0.3, 0.0]
@@ -500,10 +498,10 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     n = len(rig.log)
     rig.pair.sim.kill()
     probe.spin_for(1.0)
-    probe.on_state, probe.on_command = None, log_command
+    probe.on_state = None
     stops = [(t, m) for t, m in rig.log[n:] if len(m.points) > 1]
     assert len(stops) == 1 and rig.log[-1][1] is stops[0][1]  # one stop, then nothing
-    delay = next(t for t, m in command_sent if m is stops[0][1]) - max(state_sent)
+    delay = rig.sent[id(stops[0][1])] - max(state_sent)
     print(f'stop trajectory {delay * 1e3:.0f} ms after the last joint_states')
     assert delay < 0.1 + 0.002 + 0.1
     assert np.max(np.abs(stops[0][1].points[-1].velocities)) == 0.0
@@ -671,14 +669,6 @@ def test_clock_jumps_under_sim_time_are_handled():
         checker = rig.fuzz.checker_for(WAM, probe.controller_parameters(
             ['limits.position_margin', 'limits.velocity_scale', 'limits.max_velocity',
              'limits.max_acceleration']))
-        sent = {}  # command -> DDS source timestamp [s]: missed messages do not matter
-        log_command = probe.on_command
-
-        def on_command(msg, t):
-            log_command(msg, t)
-            sent[id(msg)] = probe.sent
-
-        probe.on_command = on_command
         twist = TwistStamped()
         twist.header.frame_id = 'wam_base'  # stamp zero: now
         twist.twist.linear.y = 0.1
@@ -700,7 +690,8 @@ def test_clock_jumps_under_sim_time_are_handled():
             # reset makes the simulated robot hold where it is (see sim/base.py), and if
             # it lags the command by more than reseed_tolerance (0.05 rad) the controller
             # continues from the measured state
-            times = np.array([sent[id(m)] for _, m in rig.log[n:] if len(m.points) == 1])
+            # (send times, so that commands the test process missed do not matter)
+            times = np.array([rig.sent[id(m)] for _, m in rig.log[n:] if len(m.points) == 1])
             steps = np.abs(np.diff(q, axis=0))
             reach = checker.v_max * (np.diff(times)[:, None] + 2 * 0.002)
             jumps = np.flatnonzero(np.any(steps > reach, axis=1))
