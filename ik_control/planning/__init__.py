@@ -1,0 +1,1 @@
+"""Motion planning to workspace goals: JT-RRT, the Bertram baseline, RRT-Connect."""

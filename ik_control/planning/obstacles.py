@@ -1,0 +1,99 @@
+"""
+Obstacles for the planners: boxes, spheres and cylinders placed in the robot's base frame.
+
+An :class:`Obstacle` is a primitive shape and its placement ``pose`` (4x4, base frame):
+
+* ``box``: ``size = (x, y, z)`` full edge lengths [m], centred on the pose origin;
+* ``sphere``: ``size = (radius,)`` [m];
+* ``cylinder``: ``size = (radius, length)`` [m], axis along the pose's z, centred.
+
+:func:`obstacle_from_dict` reads the form used in ``config/jtrrt_scenarios.yaml`` and in
+the planner node's parameters: ``{name, type, size, position [m], rpy [rad]}``.
+"""
+
+from dataclasses import dataclass, field
+
+from ik_control.validation import finite_vector, InputError
+import numpy as np
+import pinocchio as pin
+
+SHAPES = {'box': 3, 'sphere': 1, 'cylinder': 2}
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """A primitive obstacle: ``shape`` in :data:`SHAPES`, ``size`` [m], ``pose`` 4x4."""
+
+    name: str
+    shape: str
+    size: tuple
+    pose: np.ndarray = field(default_factory=lambda: np.eye(4))
+
+    def __post_init__(self):
+        """Check the shape name, the sizes (finite, > 0) and the pose (a rigid transform)."""
+        if self.shape not in SHAPES:
+            raise InputError(f"obstacle '{self.name}': type must be one of {sorted(SHAPES)}, "
+                             f"not '{self.shape}'")
+        size = finite_vector(self.size, SHAPES[self.shape], f"obstacle '{self.name}' size")
+        if np.any(size <= 0.0):
+            raise InputError(f"obstacle '{self.name}': sizes must be > 0 m, got {list(size)}")
+        pose = np.asarray(self.pose, dtype=float)
+        R = pose[:3, :3] if pose.shape == (4, 4) else None
+        if (R is None or not np.all(np.isfinite(pose))
+                or np.abs(R @ R.T - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0.0):
+            raise InputError(f"obstacle '{self.name}': pose must be a finite rigid 4x4 transform")
+        object.__setattr__(self, 'size', tuple(float(s) for s in size))
+        object.__setattr__(self, 'pose', pose.copy())
+
+    @property
+    def position(self):
+        """Centre of the shape in the base frame [m]."""
+        return self.pose[:3, 3].copy()
+
+    def coal_geometry(self):
+        """Return the coal shape of this obstacle (full box sides, cylinder radius and length)."""
+        import coal
+
+        if self.shape == 'box':
+            return coal.Box(*self.size)
+        if self.shape == 'sphere':
+            return coal.Sphere(self.size[0])
+        return coal.Cylinder(self.size[0], self.size[1])
+
+    def aabb(self):
+        """Axis-aligned bounding box ``(lower, upper)`` of the shape in the base frame [m]."""
+        R, c = self.pose[:3, :3], self.pose[:3, 3]
+        if self.shape == 'box':
+            half = np.abs(R) @ (0.5 * np.array(self.size))
+        elif self.shape == 'sphere':
+            half = np.full(3, self.size[0])
+        else:
+            r, h = self.size
+            axis = R[:, 2]
+            half = 0.5 * h * np.abs(axis) + r * np.sqrt(np.maximum(0.0, 1.0 - axis ** 2))
+        return c - half, c + half
+
+
+def pose_from(position, rpy=(0.0, 0.0, 0.0)):
+    """Return the 4x4 placement at ``position`` [m] with roll-pitch-yaw ``rpy`` [rad]."""
+    T = np.eye(4)
+    T[:3, :3] = pin.rpy.rpyToMatrix(*finite_vector(rpy, 3, 'rpy'))
+    T[:3, 3] = finite_vector(position, 3, 'position')
+    return T
+
+
+def obstacle_from_dict(spec, default_name='obstacle'):
+    """Build an :class:`Obstacle` from ``{name, type, size, position, rpy}`` (rpy optional)."""
+    if not isinstance(spec, dict):
+        raise InputError(f'an obstacle must be a mapping, got {type(spec).__name__}')
+    unknown = set(spec) - {'name', 'type', 'size', 'position', 'rpy'}
+    name = str(spec.get('name', default_name))
+    if unknown:
+        raise InputError(f"obstacle '{name}': unknown keys {sorted(unknown)}")
+    for key in ('type', 'size', 'position'):
+        if key not in spec:
+            raise InputError(f"obstacle '{name}': '{key}' is missing")
+    size = spec['size']
+    size = [size] if np.isscalar(size) else size
+    return Obstacle(name, str(spec['type']), tuple(size),
+                    pose_from(spec['position'], spec.get('rpy', (0.0, 0.0, 0.0))))

@@ -1,0 +1,269 @@
+"""
+``jt_rrt_planner`` node: plans a collision-free joint trajectory to a workspace goal.
+
+* subscribes ``joint_states`` (the start: the latest state of every planned joint),
+  ``~/goal`` (geometry_msgs/PoseStamped: position and orientation within
+  ``goal.rotation_threshold``) and ``~/goal_position`` (geometry_msgs/PointStamped:
+  position only), in ``base_frame`` or any frame of the robot model (placed by forward
+  kinematics at the current state);
+* obstacles: parameter ``obstacles`` (a YAML list in the form of
+  ``config/jtrrt_scenarios.yaml``, base frame) plus ``~/obstacles``
+  (visualization_msgs/MarkerArray: CUBE -> box of the marker's scale, SPHERE -> sphere of
+  the largest scale as diameter, CYLINDER -> cylinder of diameter max(x, y) and length z;
+  ADD/MODIFY by namespace and id, DELETE and DELETEALL honoured);
+* each goal is planned with ``method`` (:mod:`ik_control.planning.pipeline`), shortcut
+  and timed; the trajectory goes out on ``~/planned_trajectory``
+  (trajectory_msgs/JointTrajectory, header stamp zero = start now), the tree and the
+  path as RViz markers on ``~/markers`` (tool positions: LINE_LIST tree, LINE_STRIP
+  path), and ``/diagnostics`` carries the outcome: OK with the figures, or ERROR with
+  the reason (``start in collision``, ``goal out of reach``, ``timeout``, ``no joint
+  state``, a refused message).
+"""
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point, PointStamped, PoseStamped
+from ik_control import robots
+from ik_control.planning.collision import CollisionChecker
+from ik_control.planning.goal import WorkspaceGoal
+from ik_control.planning.jt_rrt import RrtSettings
+from ik_control.planning.obstacles import Obstacle, obstacle_from_dict
+from ik_control.planning.pipeline import METHODS, Planner
+from ik_control.ros.conversions import arrays_to_joint_trajectory
+from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
+from ik_control.validation import (finite_vector, IkControlError, InputError,
+                                   quaternion_to_matrix, unit_quaternion)
+import numpy as np
+import pinocchio as pin
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+import yaml
+
+NAME = 'jt_rrt_planner'
+PARAMETERS = {
+    'robot': Param('wam', 'bundled robot whose URDF and joints are planned (wam)'),
+    'end_effector': Param('tool', 'frame that must reach the goal'),
+    'method': Param('jt', 'search: jt (JT-RRT), bertram or rrt_connect'),
+    'goal.threshold': Param(0.01, 'goal position threshold [m]', 1e-4, 1.0),
+    'goal.rotation_threshold': Param(0.1, 'goal orientation threshold [rad]', 1e-3, 3.2),
+    'time_limit': Param(5.0, 'planning time limit [s]', 0.01, 600.0),
+    'min_progress': Param(0.002, 'JT-RRT sec. V: end a goal extension gaining less [m/step]',
+                          0.0, 0.1),
+    'resolution': Param(0.02, 'largest robot-point travel between collision checks [m]',
+                        1e-4, 0.2),
+    'acceleration_limit': Param(5.0, 'joint acceleration limit of the trajectory [rad/s^2]',
+                                1e-3, 1e3),
+    'seed': Param(-1, 'random seed of the planner (-1: a new one per goal)', -1, 2 ** 31 - 1),
+    'execute': Param(False, 'also send each plan to the controller (execute_topic) to run it'),
+    'execute_topic': Param('ik_controller/joint_trajectory', "topic of ik_controller's "
+                           'joint-trajectory input (one node commands the robot)'),
+    'obstacles': Param('[]', 'YAML list of {name, type, size, position, rpy} in the base '
+                       'frame [m, rad]'),
+}
+MARKER_SHAPES = {Marker.CUBE: 'box', Marker.SPHERE: 'sphere', Marker.CYLINDER: 'cylinder'}
+MAX_OBSTACLES = 256      # markers kept at most (each adds a collision pair per robot shape)
+
+
+class JtRrtPlannerNode(Node):
+    """The planner node (module docstring)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(NAME, **kwargs)
+        self.values = declare_all(self, PARAMETERS)
+        v = self.values
+        try:
+            if v['method'] not in METHODS:
+                raise InputError(f"method must be one of {list(METHODS)}, not '{v['method']}'")
+            self.model = robots.robot(v['robot'])
+            fixed = yaml.safe_load(v['obstacles']) or []
+            if not isinstance(fixed, list):
+                raise InputError('obstacles must be a YAML list')
+            self.fixed = [obstacle_from_dict(o, f'param_{i}') for i, o in enumerate(fixed)]
+            self.settings = RrtSettings(time_limit=v['time_limit'],
+                                        min_progress=v['min_progress'])
+            self.checker = CollisionChecker(self.model, self.fixed, v['resolution'])
+        except IkControlError as exc:
+            raise StartupError(str(exc)) from None
+        self.markers = {}
+        self.q = None
+        self.plans = 0
+        self.pub_traj = self.create_publisher(JointTrajectory, '~/planned_trajectory', 10)
+        self.pub_execute = (self.create_publisher(JointTrajectory, self.values['execute_topic'],
+                                                  10) if self.values['execute'] else None)
+        self.pub_markers = self.create_publisher(MarkerArray, '~/markers', 10)
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.create_subscription(JointState, 'joint_states', self._on_state, 10)
+        self.create_subscription(PoseStamped, '~/goal', self._on_pose, 10)
+        self.create_subscription(PointStamped, '~/goal_position', self._on_point, 10)
+        self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
+
+    # ------------------------------------------------------------------ inputs
+    def _on_state(self, msg):
+        index = {n: i for i, n in enumerate(msg.name)}
+        if all(n in index for n in self.model.joint_names) and len(msg.position) == len(msg.name):
+            q = np.array([msg.position[index[n]] for n in self.model.joint_names])
+            if np.all(np.isfinite(q)):
+                self.q = q
+
+    def _in_base(self, frame, T):
+        if frame in ('', self.model.base_frame):
+            return T
+        if self.model.pin_model.existFrame(frame) and self.q is not None:
+            return self.model.pin_frame_placement(self.q, frame) @ T
+        raise InputError(f"unknown frame '{frame}'")
+
+    def _on_pose(self, msg):
+        try:
+            p, o = msg.pose.position, msg.pose.orientation
+            T = np.eye(4)
+            T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'goal position')
+            T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w],
+                                                             'goal orientation'))
+            T = self._in_base(msg.header.frame_id, T)
+            self._plan(T[:3, 3], T[:3, :3])
+        except IkControlError as exc:
+            self._report(DiagnosticStatus.ERROR, f'goal refused: {exc}')
+
+    def _on_point(self, msg):
+        try:
+            T = np.eye(4)
+            p = msg.point
+            T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'goal position')
+            self._plan(self._in_base(msg.header.frame_id, T)[:3, 3], None)
+        except IkControlError as exc:
+            self._report(DiagnosticStatus.ERROR, f'goal refused: {exc}')
+
+    def _on_obstacles(self, msg):
+        for marker in msg.markers:
+            key = (marker.ns, marker.id)
+            try:
+                if marker.action == Marker.DELETEALL:
+                    self.markers.clear()
+                elif marker.action == Marker.DELETE:
+                    self.markers.pop(key, None)
+                elif marker.action == Marker.ADD:
+                    if key not in self.markers and len(self.markers) >= MAX_OBSTACLES:
+                        raise InputError(f'already {MAX_OBSTACLES} obstacles')
+                    self.markers[key] = self._marker_obstacle(marker)
+                else:
+                    raise InputError(f'unknown marker action {marker.action}')
+            except IkControlError as exc:
+                self._report(DiagnosticStatus.WARN, f"obstacle '{marker.ns}' {marker.id} "
+                             f'refused: {exc}')
+        try:
+            self.checker.set_obstacles(self.fixed + list(self.markers.values()))
+        except IkControlError as exc:
+            self._report(DiagnosticStatus.ERROR, f'obstacles refused: {exc}')
+
+    def _marker_obstacle(self, marker):
+        shape = MARKER_SHAPES.get(marker.type)
+        if shape is None:
+            raise InputError(f'marker type {marker.type} is not CUBE, SPHERE or CYLINDER')
+        p, o, s = marker.pose.position, marker.pose.orientation, marker.scale
+        T = np.eye(4)
+        T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'position')
+        T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w], 'orientation'))
+        T = self._in_base(marker.header.frame_id, T)
+        scale = finite_vector([s.x, s.y, s.z], 3, 'scale')
+        size = {'box': tuple(scale), 'sphere': (0.5 * scale.max(),),
+                'cylinder': (0.5 * max(scale[0], scale[1]), scale[2])}[shape]
+        return Obstacle(f'{marker.ns}/{marker.id}', shape, size, T)
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self, position, rotation):
+        v = self.values
+        if self.q is None:
+            self._report(DiagnosticStatus.ERROR, 'no joint state received: cannot plan')
+            return
+        goal = WorkspaceGoal(position, rotation, threshold=v['goal.threshold'],
+                             rotation_threshold=v['goal.rotation_threshold'],
+                             frame=v['end_effector'])
+        reach, shoulder = self._reach()
+        if np.linalg.norm(position - shoulder) > reach + goal.threshold:
+            self._report(DiagnosticStatus.ERROR, 'goal out of reach: '
+                         f'{np.linalg.norm(position - shoulder):.3f} m from the first joint, '
+                         f'reach {reach:.3f} m')
+            return
+        seed = v['seed'] if v['seed'] >= 0 else None
+        planner = Planner(self.model, self.checker, self.settings,
+                          acceleration_limit=v['acceleration_limit'])
+        q0 = np.clip(self.q, self.model.lower, self.model.upper)
+        plan = planner.plan(q0, goal, np.random.default_rng(seed), v['method'])
+        r = plan.result
+        self.plans += 1
+        self._publish_markers(planner, r.tree, plan.path, goal)
+        stats = {k: str(getattr(r.stats, k)) for k in ('nodes', 'random_extensions',
+                                                       'goal_extensions', 'collision_checks',
+                                                       'joint_limit_hits')}
+        stats['seconds'] = f'{r.stats.seconds:.3f}'
+        if not plan.success:
+            reason = r.reason
+            if reason == 'start in collision':
+                pair = self.checker.colliding_pair(q0)
+                reason += f' ({pair[0]} / {pair[1]})' if pair else ''
+            self._report(DiagnosticStatus.ERROR, f'planning failed: {reason}', stats)
+            return
+        traj = plan.trajectory
+        msg = arrays_to_joint_trajectory(traj.joint_names, traj.times, traj.positions,
+                                         traj.velocities, 0.0, self.model.base_frame)
+        self.pub_traj.publish(msg)
+        if self.pub_execute is not None:
+            self.pub_execute.publish(msg)
+        stats.update(duration=f'{traj.duration:.3f}', waypoints=str(len(plan.path)),
+                     position_error_m=f'{r.position_error:.4f}')
+        self._report(DiagnosticStatus.OK, 'trajectory published', stats)
+
+    def _reach(self):
+        """Return the reach bound [m] and the first joint's origin (base frame) it holds from."""
+        pm, data = self.model.pin_model, self.model.pin_data
+        pin.forwardKinematics(pm, data, self.model.tree_configuration(self.model.center))
+        origin = (self.model.base_inv @ np.append(data.oMi[1].translation, 1.0))[:3]
+        fid = pm.getFrameId(self.values['end_effector'])
+        j = pm.frames[fid].parentJoint
+        reach = float(np.linalg.norm(pm.frames[fid].placement.translation))
+        while j > 1:
+            reach += float(np.linalg.norm(pm.jointPlacements[j].translation))
+            j = pm.parents[j]
+        return reach, origin
+
+    def _publish_markers(self, planner, tree, path, goal):
+        kin = planner.workspace.kinematics(goal.frame)
+        stamp = self.get_clock().now().to_msg()
+        out = MarkerArray()
+        edges = Marker(ns='tree', id=0, type=Marker.LINE_LIST, action=Marker.ADD)
+        line = Marker(ns='path', id=0, type=Marker.LINE_STRIP, action=Marker.ADD)
+        for m, width, rgb in ((edges, 0.003, (0.5, 0.5, 0.5)), (line, 0.01, (0.1, 0.3, 1.0))):
+            m.header.frame_id = self.model.base_frame
+            m.header.stamp = stamp
+            m.pose.orientation.w = 1.0
+            m.scale.x = width
+            m.color.r, m.color.g, m.color.b, m.color.a = (*rgb, 1.0)
+        tip = [kin.placement(q)[:3, 3].copy() for q in tree.q[:min(tree.size, 20000)]]
+        for i in range(1, len(tip)):
+            a, b = tip[tree.parent[i]], tip[i]
+            edges.points.extend([Point(x=a[0], y=a[1], z=a[2]), Point(x=b[0], y=b[1], z=b[2])])
+        for q in path:
+            p = kin.placement(q)[:3, 3]
+            line.points.append(Point(x=p[0], y=p[1], z=p[2]))
+        out.markers = [edges, line]
+        self.pub_markers.publish(out)
+
+    def _report(self, level, message, values=None):
+        if level != DiagnosticStatus.OK:
+            self.get_logger().warning(message)
+        status = DiagnosticStatus(level=level, name=f'{NAME}: planner', message=message)
+        status.values = [KeyValue(key=k, value=str(x)) for k, x in (values or {}).items()]
+        status.values.append(KeyValue(key='plans', value=str(self.plans)))
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(msg)
+
+
+def main(args=None):
+    """Entry point of the ``jt_rrt_planner`` executable."""
+    return run_node(NAME, JtRrtPlannerNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main() or 0)

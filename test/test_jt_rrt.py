@@ -1,0 +1,141 @@
+"""JT-RRT, the Bertram baseline and RRT-Connect on the WAM, without ROS."""
+
+from hypothesis import given, settings, strategies as st
+from ik_control import robots
+from ik_control.planning.collision import CollisionChecker
+from ik_control.planning.goal import WorkspaceGoal
+from ik_control.planning.jt_rrt import GoalKinematics, jacobian_transpose_step, RrtSettings
+from ik_control.planning.obstacles import Obstacle, pose_from
+from ik_control.planning.pipeline import Planner
+from ik_control.validation import InputError
+import numpy as np
+import pytest
+
+WAM = robots.robot('wam')
+START = robots.ready_pose('wam')
+TABLE = [Obstacle('table', 'box', (0.5, 1.0, 0.04), pose_from((0.75, 0.0, 0.15))),
+         Obstacle('post', 'cylinder', (0.05, 0.6), pose_from((0.45, -0.35, 0.3)))]
+CHECKER = CollisionChecker(WAM, TABLE)
+FINE = CollisionChecker(WAM, TABLE, resolution=0.002)
+PLANNER = Planner(WAM, CHECKER, RrtSettings(time_limit=20.0))
+KIN = GoalKinematics(WAM, 'tool')
+
+
+def _assert_valid(plan, goal):
+    path = plan.result.path
+    assert np.allclose(path[0], START)
+    assert np.all(path >= WAM.lower) and np.all(path <= WAM.upper)
+    assert FINE.path_free(path) and FINE.path_free(plan.path)
+    assert goal.reached(KIN.placement(path[-1]))
+    assert np.allclose(plan.path[-1], path[-1]) and np.allclose(plan.path[0], START)
+
+
+@pytest.mark.parametrize('threshold,min_progress', [(0.15, 0.0), (0.01, 0.0), (0.01, 1e-3)])
+def test_jt_rrt_reaches_a_goal_over_the_table(threshold, min_progress):
+    goal = WorkspaceGoal([0.7, 0.25, 0.3], threshold=threshold)
+    planner = Planner(WAM, CHECKER, RrtSettings(time_limit=20.0, min_progress=min_progress))
+    plan = planner.plan(START, goal, np.random.default_rng(1), 'jt')
+    assert plan.success, plan.result.reason
+    _assert_valid(plan, goal)
+    assert plan.result.stats.goal_extensions >= 1
+    traj = plan.trajectory
+    assert np.allclose(traj.positions[-1], plan.path[-1])
+    assert np.all(np.abs(traj.velocities) <= WAM.velocity_limit * (1 + 1e-9))
+
+
+def test_jt_rrt_reaches_a_pose_goal():
+    q_goal = np.array([0.3, 1.0, 0.2, 1.3, 0.1, -0.5, 0.3])
+    T = KIN.placement(q_goal).copy()
+    goal = WorkspaceGoal(T[:3, 3], T[:3, :3], threshold=0.01, rotation_threshold=0.05)
+    plan = PLANNER.plan(START, goal, np.random.default_rng(4), 'jt')
+    assert plan.success, plan.result.reason
+    _assert_valid(plan, goal)
+    assert plan.result.rotation_error <= 0.05
+
+
+@pytest.mark.parametrize('method', ['bertram', 'rrt_connect'])
+def test_baselines_reach_the_goal(method):
+    goal = WorkspaceGoal([0.7, 0.25, 0.3], threshold=0.15)
+    plan = PLANNER.plan(START, goal, np.random.default_rng(2), method)
+    assert plan.success, plan.result.reason
+    _assert_valid(plan, goal)
+
+
+def test_same_seed_same_plan():
+    goal = WorkspaceGoal([0.55, -0.3, 0.45], threshold=0.05)
+    a = PLANNER.search(START, goal, np.random.default_rng(7), 'jt')
+    b = PLANNER.search(START, goal, np.random.default_rng(7), 'jt')
+    c = PLANNER.search(START, goal, np.random.default_rng(8), 'jt')
+    assert a.success and b.success
+    np.testing.assert_array_equal(a.path, b.path)
+    assert a.stats.nodes == b.stats.nodes and a.stats.collision_checks == b.stats.collision_checks
+    assert c.stats.nodes != a.stats.nodes or not np.array_equal(c.path, a.path)
+
+
+def test_refusals_have_reasons():
+    goal = WorkspaceGoal([0.7, 0.25, 0.3])
+    blocked = CollisionChecker(WAM, [Obstacle('ball', 'sphere', (0.05,),
+                                              pose_from(KIN.placement(START)[:3, 3]))])
+    result = Planner(WAM, blocked).search(START, goal, np.random.default_rng(0))
+    assert not result.success and result.reason == 'start in collision'
+    far = WorkspaceGoal([3.0, 0.0, 0.3])
+    quick = Planner(WAM, CHECKER, RrtSettings(time_limit=0.3))
+    result = quick.search(START, far, np.random.default_rng(0))
+    assert not result.success and result.reason == 'timeout'
+    with pytest.raises(InputError, match='joint limits'):
+        PLANNER.search(START + 10.0, goal, np.random.default_rng(0))
+    with pytest.raises(InputError, match='method'):
+        PLANNER.search(START, goal, np.random.default_rng(0), 'astar')
+    with pytest.raises(InputError, match='threshold'):
+        WorkspaceGoal([0.5, 0.0, 0.5], threshold=-1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10 ** 6), st.booleans())
+def test_a_small_jacobian_transpose_step_never_moves_away_from_the_goal(seed, pose):
+    """Sec. III: e^T J J^T e >= 0, so a small enough step does not increase the error."""
+    rng = np.random.default_rng(seed)
+    q = WAM.random_configurations(1, rng, margin=0.05)[0]
+    T = KIN.placement(WAM.random_configurations(1, rng)[0]).copy()
+    goal = WorkspaceGoal(T[:3, 3], T[:3, :3] if pose else None, rotation_weight=0.2)
+    target = goal.target()
+    d0 = KIN.distance(q, target, goal)[0]
+    q_new = np.zeros(WAM.nq)
+    m = KIN.model
+    clamped, moved = jacobian_transpose_step(
+        m.packed_f, m.packed_i, KIN.ws.W, q, target, goal.position_only, goal.rotation_weight,
+        1e-4, WAM.lower, WAM.upper, q_new, KIN.e, KIN.dq, KIN.work_m, KIN.work)
+    assert not clamped and 0.0 < moved <= 1e-4 + 1e-15
+    e0 = goal.errors(KIN.placement(q).copy())
+    e1 = goal.errors(KIN.placement(q_new).copy())
+    squared = e0[1] ** 2 + (0.2 * e0[2]) ** 2, e1[1] ** 2 + (0.2 * e1[2]) ** 2
+    assert squared[1] <= squared[0] + 1e-9
+    assert d0 == pytest.approx(e0[0])
+
+
+def test_the_six_scenarios_load_with_free_starts_and_distinct_goals():
+    from ik_control.planning.scenarios import load_scenarios
+
+    scenarios = load_scenarios()
+    assert len(scenarios) == 6
+    for s in scenarios:
+        assert CollisionChecker(WAM, s.obstacles).config_free(s.start), s.name
+        assert np.allclose(s.goal_rotation @ s.goal_rotation.T, np.eye(3))
+    assert len({tuple(s.goal_position) for s in scenarios}) == 6
+
+
+def test_bench_rows_verify_every_path_and_show_the_paper(tmp_path):
+    from ik_control.bench import jtrrt
+
+    results = jtrrt.run(runs=2, scenarios=['behind_near_limits'], time_limit=5.0)
+    entry = results['scenarios'][0]
+    assert entry['index'] == 5 and set(entry['methods']) == {'jt', 'bertram', 'rrt_connect'}
+    for data in entry['methods'].values():
+        s = data['summary']
+        assert s['successes'] == s['verified'] == 2
+        assert s['median_seconds'] > 0 and s['nodes'] >= 1
+    text = jtrrt.table(results)
+    assert 'JT-RRT' in text and '[paper]' in text and '1.840' in text
+    assert (tmp_path / 'b.png').exists() is False
+    jtrrt.plot(results, str(tmp_path / 'b.png'))
+    assert (tmp_path / 'b.png').stat().st_size > 10000
