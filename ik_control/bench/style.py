@@ -1,0 +1,375 @@
+"""
+``ik_control bench style``: Table I of Gielniak, Liu & Thomaz, stylized motion against CCD.
+
+The experiment of sec. V-C on the simulated SIMON:
+
+* **Constraints.** A grid in front of SIMON's right side (x 0.25-0.60 m, y -0.60-0.10 m,
+  z 0.80-1.35 m in ``simon_base``, 6 x 7 x 5 points), kept where the right hand reaches
+  (within 2 cm of the hand positions of 40 000 random configurations inside the search box
+  of TSFKS); ``count`` (83, as in the paper) of them, evenly spread through the list.
+* **Start.** Both methods start from the same configuration: the exemplar's pose at the
+  ``pick`` instant (the robot holds the box); the constraint is the bin. Only this shared
+  segment is compared (the paper compares box to bin only).
+* **Stylized.** :class:`~ik_control.style.adapter.StyleAdapter` adapts ``pick_and_place``
+  from ``pick`` so the hand meets the bin at the ``place`` instant; the segment is start to
+  ``place``.
+* **CCD.** :class:`~ik_control.ik.ccd.CcdMotion` from the same start, one bounded sweep per
+  1 ms tick (each joint at most ``ccd_speed`` of its velocity limit), position goal,
+  until the hand is within ``ccd_tolerance``; the segment is start to arrival. sn grows
+  with speed (it is the mean absolute second difference per ``dt``): the default 0.15
+  makes CCD's median segment about as long as the stylized one (1.6 s).
+* **Execution.** Each segment's 1 kHz joint trajectory is executed on the MuJoCo SIMON
+  (:class:`~ik_control.sim.mujoco_sim.MujocoSim`, critically damped position servos of
+  stiffness ``kp``, default 2000 N m/rad as the simulator's, 1 ms physics step) and
+  the measured joint positions, sampled every 1 ms, give sn (eq. 3) per joint.
+
+Joint names: the paper's DOF labels are SIMON's URDF joint names (the URDF was written
+after them): Torso Y = ``torso_y`` (fore/aft), Torso X = ``torso_x`` (side), Shoulder X/Z/Y
+= ``right_shoulder_x/z/y``, Elbow X = ``right_elbow_x``, Wrist X/Z = ``right_wrist_x/z``.
+``right_wrist_y`` is not in Table I; neither method's sn is reported for it.
+
+Also measured: the constraint error (searched and as executed; and with the search's
+optional damped least-squares refinement, which is not in the paper), the time per adaptation,
+and how much each method's trajectory changes when the constraint moves by 1 cm (the
+paper's point that CCD changes a lot for a small change): max over joints and time of the
+joint difference [rad] between the trajectories for ``c`` and ``c + 1 cm``.
+"""
+
+import time
+
+from ik_control import robots
+from ik_control.ik.ccd import CcdMotion
+from ik_control.style.adapter import StyleAdapter
+from ik_control.style.smoothness import smoothness
+import numpy as np
+
+DT = 1e-3
+MOTION = 'pick_and_place'
+TABLE = (('Torso Y', 'torso_y', 2.55, 1.12), ('Torso X', 'torso_x', 2.39, 0.36),
+         ('Shoulder X', 'right_shoulder_x', 0.78, 0.64),
+         ('Shoulder Z', 'right_shoulder_z', 1.34, 0.51),
+         ('Shoulder Y', 'right_shoulder_y', 0.53, 0.19),
+         ('Elbow X', 'right_elbow_x', 1.27, 1.25), ('Wrist X', 'right_wrist_x', 0.34, 0.32),
+         ('Wrist Z', 'right_wrist_z', 0.27, 0.21))
+GRID = ((0.25, 0.60, 6), (-0.60, 0.10, 7), (0.80, 1.35, 5))
+NEARBY_STEP = np.array([0.0, 0.01, 0.0])        # 1 cm sideways
+
+
+def constraint_grid(adapter, count=83, samples=40000, reach=0.02, seed=0):
+    """Return ``count`` grid points [m] the right hand reaches (module docstring)."""
+    axes = [np.linspace(lo, hi, n) for lo, hi, n in GRID]
+    grid = np.array(np.meshgrid(*axes, indexing='ij')).reshape(3, -1).T
+    search = adapter.search
+    rng = np.random.default_rng(seed)
+    k = search.search_index
+    q = np.repeat(search.q_rest[None], samples, axis=0)
+    q[:, k] = rng.uniform(search.box_lower[k], search.box_upper[k], (samples, len(k)))
+    ws = adapter.model.workspace()
+    hands = np.empty((samples, 3))
+    for i in range(samples):
+        ws.update(q[i], jacobian=False)
+        hands[i] = ws.frame_T[search.frame, :3, 3]
+    near = np.array([np.min(np.linalg.norm(hands - p, axis=1)) <= reach for p in grid])
+    reachable = grid[near]
+    if len(reachable) < count:
+        raise ValueError(f'only {len(reachable)} reachable grid points for {count} constraints')
+    return reachable[np.round(np.linspace(0, len(reachable) - 1, count)).astype(int)]
+
+
+def stylized_segment(adapter, constraint, q_start):
+    """Adapt from ``pick``: (positions, velocities) to ``place``, adaptation times [s]."""
+    names = adapter.exemplar.joint_names
+    wall = time.perf_counter()
+    cpu = time.thread_time()
+    motion = adapter.adapt(constraint, names, q_start, start='pick', instant='place')
+    cpu = time.thread_time() - cpu
+    wall = time.perf_counter() - wall
+    i = int(round(motion.constraint_time / DT))
+    return motion, motion.positions[:i + 1], motion.velocities[:i + 1], wall, cpu
+
+
+def ccd_segment(ccd, constraint, q_start, max_ticks):
+    """CCD from ``q_start``, one bounded sweep per tick until reached: (ticks + 1, joints)."""
+    q = q_start.copy()
+    out = [q]
+    for _ in range(max_ticks):
+        if ccd.reached(q, constraint):
+            break
+        q = ccd.step(q, constraint)
+        out.append(q)
+    return np.array(out)
+
+
+def execute(urdf, joint_names, positions, velocities=None, kp=2000.0):
+    """Run a 1 kHz trajectory on the MuJoCo SIMON (servo ``kp`` [N m/rad]); measure it."""
+    from ik_control.sim.mujoco_sim import MujocoSim
+
+    if velocities is None:
+        velocities = np.gradient(positions, DT, axis=0)
+    sim = MujocoSim(urdf, joint_names=joint_names, initial_positions=positions[0], kp=kp)
+    n = positions.shape[0]
+    sim.set_trajectory(joint_names, np.arange(1, n) * DT, positions[1:], velocities[1:])
+    measured = np.empty_like(positions)
+    measured[0] = sim.position
+    for k in range(1, n):
+        sim.step(k * DT)
+        measured[k] = sim.position
+    return measured
+
+
+def _hand(adapter, q):
+    ws = adapter.model.workspace()
+    ws.update(q, jacobian=False)
+    return ws.frame_T[adapter.search.frame, :3, 3].copy()
+
+
+def _change_per_cm(a, b, step_m):
+    """Largest joint difference [rad] between two trajectories per cm of constraint change."""
+    n = max(len(a), len(b))
+    pad = [np.vstack([x, np.repeat(x[-1:], n - len(x), axis=0)]) for x in (a, b)]
+    return float(np.max(np.abs(pad[0] - pad[1]))) / (step_m * 100.0)
+
+
+def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitches=10,
+        kp=2000.0, progress=None):
+    """Run the experiment (module docstring) and :func:`baseball`; return the results."""
+    adapter = StyleAdapter(MOTION, dt=DT)
+    model = adapter.model
+    names = model.joint_names
+    if tuple(adapter.exemplar.joint_names) != names:
+        raise ValueError('the exemplar must name the robot joints in model order')
+    urdf = robots.urdf_path('simon')
+    q_start = adapter.pose_at('pick')
+    ccd = CcdMotion(model, max_joint_step=ccd_speed * model.velocity_limit * DT,
+                    end_effector=adapter.exemplar.end_effector, tolerance=ccd_tolerance)
+    max_ticks = int(3.0 / DT)
+    cols = [names.index(j) for _, j, _, _ in TABLE]
+    constraints = constraint_grid(adapter, count)
+    adapter.adapt(constraints[0], names, q_start, start='pick')     # compile / warm up
+    rows = []
+    for c, point in enumerate(constraints):
+        motion, pos, vel, wall, cpu = stylized_segment(adapter, point, q_start)
+        ccd_pos = ccd_segment(ccd, point, q_start, max_ticks)
+        if executor == 'mujoco':
+            sty_meas = execute(urdf, names, pos, vel, kp)
+            ccd_meas = execute(urdf, names, ccd_pos, kp=kp)
+        else:
+            sty_meas, ccd_meas = pos, ccd_pos
+        moved = point + NEARBY_STEP
+        _, pos2, _, _, _ = stylized_segment(adapter, moved, q_start)
+        ccd_pos2 = ccd_segment(ccd, moved, q_start, max_ticks)
+        rows.append({
+            'constraint': point,
+            'stylized_sn': smoothness(sty_meas[:, cols], DT),
+            'ccd_sn': smoothness(ccd_meas[:, cols], DT),
+            'search_error': motion.search_error, 'resolution': motion.resolution,
+            'stylized_error': float(np.linalg.norm(_hand(adapter, pos[-1]) - point)),
+            'stylized_executed_error': float(np.linalg.norm(_hand(adapter, sty_meas[-1])
+                                                            - point)),
+            'ccd_error': float(np.linalg.norm(_hand(adapter, ccd_pos[-1]) - point)),
+            'ccd_executed_error': float(np.linalg.norm(_hand(adapter, ccd_meas[-1]) - point)),
+            'ccd_converged': bool(ccd.reached(ccd_pos[-1], point)),
+            'stylized_seconds': (len(pos) - 1) * DT, 'ccd_seconds': (len(ccd_pos) - 1) * DT,
+            'adapt_wall_ms': wall * 1e3, 'adapt_cpu_ms': cpu * 1e3,
+            'search_ms': motion.search_seconds * 1e3,
+            'stylized_change_per_cm': _change_per_cm(pos, pos2, 0.01),
+            'ccd_change_per_cm': _change_per_cm(ccd_pos, ccd_pos2, 0.01),
+        })
+        if c == count // 2:
+            nearby = {'constraints': [point, moved], 'stylized': [pos, pos2],
+                      'ccd': [ccd_pos, ccd_pos2]}
+        if progress and (c + 1) % 10 == 0:
+            progress(f'{c + 1}/{count} constraints')
+    results = summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor)
+    results['kp'] = kp
+    refined = StyleAdapter(MOTION, dt=DT, refine_iterations=10)
+    errors = [refined.adapt(p, names, q_start, start='pick').search_error for p in constraints]
+    results['refined_search_error_mm'] = {'median': float(np.median(errors)) * 1e3,
+                                          'p95': float(np.percentile(errors, 95)) * 1e3,
+                                          'max': float(np.max(errors)) * 1e3}
+    if pitches:
+        if progress:
+            progress(f'baseball: {pitches} pitches')
+        swings = baseball(pitches, executor, kp)
+        results['baseball'] = {
+            key: {'median': float(np.median([s[key] for s in swings])),
+                  'max': float(np.max([s[key] for s in swings]))}
+            for key in ('bat_error_mm', 'bat_executed_error_mm', 'grip_error_mm',
+                        'adapt_wall_ms')}
+        results['baseball']['pitches'] = pitches
+    return results
+
+
+def baseball(pitches=10, executor='mujoco', kp=2000.0, seed=0):
+    """
+    Sec. V-D: straight pitches across the strike zone; the swing adapted to each.
+
+    Each pitch leaves ``(12 m, y, z)`` at 9 m/s toward a point of the strike zone in front of
+    SIMON (y 0.0-0.35 m, z 0.95-1.25 m at the hitting plane); :func:`plan_swing` starts the
+    swing so that contact falls when the ball crosses the plane. Returns the distance [mm]
+    from the ball to the bat line at contact (searched and as executed), the left hand's
+    distance to its grip on the bat, and the adaptation time.
+    """
+    from ik_control.style.adapter import plan_swing
+
+    adapter = StyleAdapter('baseball_swing', dt=DT)
+    names = adapter.exemplar.joint_names
+    urdf = robots.urdf_path('simon')
+    q0 = adapter.pose_at(0.0)
+    rng = np.random.default_rng(seed)
+    plan_swing(adapter, [12.0, 0.2, 1.1], [-9.0, 0.0, 0.0], names, q0)     # warm up
+    grip = np.asarray(adapter.exemplar.extra['follower']['attach'], dtype=float)
+    out = []
+    for _ in range(pitches):
+        aim = np.array([0.5, rng.uniform(0.0, 0.35), rng.uniform(0.95, 1.25)])
+        release = np.array([12.0, rng.uniform(-0.2, 0.4), rng.uniform(1.0, 1.6)])
+        velocity = 9.0 * (aim - release) / np.linalg.norm(aim - release)
+        wall = time.perf_counter()
+        delay, motion, point = plan_swing(adapter, release, velocity, names, q0)
+        wall = time.perf_counter() - wall
+        i = int(round(motion.constraint_time / DT))
+        measured = (execute(urdf, names, motion.positions[:i + 1], motion.velocities[:i + 1],
+                            kp) if executor == 'mujoco' else motion.positions[:i + 1])
+        T = adapter.model.frame_placements(motion.positions[i])
+        out.append({'contact_point': point, 'start_delay_s': delay,
+                    'bat_error_mm': motion.search_error * 1e3,
+                    'bat_executed_error_mm': adapter.constraint_distance(measured[-1],
+                                                                         point) * 1e3,
+                    'grip_error_mm': float(np.linalg.norm(
+                        T[1, :3, 3] - (T[0, :3, :3] @ grip + T[0, :3, 3]))) * 1e3,
+                    'adapt_wall_ms': wall * 1e3})
+    return out
+
+
+def summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor):
+    """Average over the constraints in the layout of Table I; add errors and times."""
+    sty = np.array([r['stylized_sn'] for r in rows]) * 1e4
+    ccd = np.array([r['ccd_sn'] for r in rows]) * 1e4
+
+    def stats(key, scale=1.0):
+        v = np.array([r[key] for r in rows]) * scale
+        return {'median': float(np.median(v)), 'p95': float(np.percentile(v, 95)),
+                'max': float(np.max(v)), 'mean': float(np.mean(v))}
+
+    table = [{'dof': label, 'joint': joint, 'paper_ccd': p_ccd, 'paper_stylized': p_sty,
+              'ccd': float(ccd[:, i].mean()), 'stylized': float(sty[:, i].mean()),
+              'stylized_lower_in': int(np.sum(sty[:, i] < ccd[:, i]))}
+             for i, (label, joint, p_ccd, p_sty) in enumerate(TABLE)]
+    return {
+        'constraints': count, 'motion': MOTION, 'executor': executor,
+        'rate_hz': 1.0 / DT, 'ccd_speed_fraction': ccd_speed,
+        'ccd_tolerance_m': ccd_tolerance, 'table': table,
+        'search_error_mm': stats('search_error', 1e3),
+        'resolution_mm': stats('resolution', 1e3),
+        'within_resolution': int(sum(r['search_error'] <= r['resolution'] for r in rows)),
+        'stylized_error_mm': stats('stylized_error', 1e3),
+        'stylized_executed_error_mm': stats('stylized_executed_error', 1e3),
+        'ccd_error_mm': stats('ccd_error', 1e3),
+        'ccd_executed_error_mm': stats('ccd_executed_error', 1e3),
+        'ccd_converged': int(sum(r['ccd_converged'] for r in rows)),
+        'adapt_cpu_ms': stats('adapt_cpu_ms'), 'adapt_wall_ms': stats('adapt_wall_ms'),
+        'search_ms': stats('search_ms'),
+        'segment_s': {'stylized': stats('stylized_seconds'), 'ccd': stats('ccd_seconds')},
+        'change_per_cm_rad': {'stylized': stats('stylized_change_per_cm'),
+                              'ccd': stats('ccd_change_per_cm')},
+        'nearby': nearby,
+        'rows': rows,
+    }
+
+
+def table(results):
+    """Return the text report: Table I layout, errors, times, change per cm."""
+    r = results
+    lines = [f"Table I on the simulated SIMON ({r['executor']}, kp {r['kp']:.0f} N m/rad, "
+             f"{r['rate_hz']:.0f} Hz): "
+             f"sn x 10000 averaged over {r['constraints']} constraints, {r['motion']} "
+             'from pick to place',
+             f"{'DOF':<11s} {'SIMON joint':<17s} {'paper CCD':>9s} {'paper sty':>9s} "
+             f"{'CCD':>7s} {'stylized':>8s} {'sty<CCD':>8s}"]
+    for row in r['table']:
+        lines.append(f"{row['dof']:<11s} {row['joint']:<17s} {row['paper_ccd']:9.2f} "
+                     f"{row['paper_stylized']:9.2f} {row['ccd']:7.2f} {row['stylized']:8.2f} "
+                     f"{row['stylized_lower_in']:5d}/{r['constraints']}")
+    e, res = r['search_error_mm'], r['resolution_mm']
+    lines += [
+        f"constraint error [mm], stylized (search): median {e['median']:.2f}, p95 {e['p95']:.2f},"
+        f" max {e['max']:.2f}; within the fine grid's bound (median {res['median']:.1f} mm) in "
+        f"{r['within_resolution']}/{r['constraints']}",
+        'constraint error [mm], stylized with 10 damped least-squares steps after the fine '
+        f"step (not in the paper): median {r['refined_search_error_mm']['median']:.3f}, p95 "
+        f"{r['refined_search_error_mm']['p95']:.3f}, max "
+        f"{r['refined_search_error_mm']['max']:.2f}",
+        'constraint error [mm], stylized as executed at the constraint instant: median '
+        f"{r['stylized_executed_error_mm']['median']:.2f}, max "
+        f"{r['stylized_executed_error_mm']['max']:.2f}",
+        f"constraint error [mm], CCD (tolerance {r['ccd_tolerance_m'] * 1e3:.1f}): median "
+        f"{r['ccd_error_mm']['median']:.2f}, max {r['ccd_error_mm']['max']:.2f}; converged "
+        f"{r['ccd_converged']}/{r['constraints']} (joint speed <= "
+        f"{r['ccd_speed_fraction']:.2f} x velocity limit); as executed at arrival: median "
+        f"{r['ccd_executed_error_mm']['median']:.2f}, max "
+        f"{r['ccd_executed_error_mm']['max']:.2f}",
+        'time per adaptation [ms] (search + modulation, CPU): median '
+        f"{r['adapt_cpu_ms']['median']:.2f}, p95 {r['adapt_cpu_ms']['p95']:.2f}, max "
+        f"{r['adapt_cpu_ms']['max']:.2f}; wall-clock median {r['adapt_wall_ms']['median']:.2f}"
+        f", p95 {r['adapt_wall_ms']['p95']:.2f}",
+        f"segment length [s]: stylized {r['segment_s']['stylized']['median']:.2f}, CCD median "
+        f"{r['segment_s']['ccd']['median']:.2f} (max {r['segment_s']['ccd']['max']:.2f})",
+        'trajectory change per cm of constraint change [rad/cm, max over joints and time]: '
+        f"stylized median {r['change_per_cm_rad']['stylized']['median']:.3f} (max "
+        f"{r['change_per_cm_rad']['stylized']['max']:.3f}), CCD median "
+        f"{r['change_per_cm_rad']['ccd']['median']:.3f} (max "
+        f"{r['change_per_cm_rad']['ccd']['max']:.3f})",
+    ]
+    if 'baseball' in r:
+        b = r['baseball']
+        lines.append(
+            f"baseball ({b['pitches']} straight pitches): ball to bat line at contact [mm] "
+            f"searched median {b['bat_error_mm']['median']:.2f} (max "
+            f"{b['bat_error_mm']['max']:.2f}), executed median "
+            f"{b['bat_executed_error_mm']['median']:.2f} (max "
+            f"{b['bat_executed_error_mm']['max']:.2f}); left hand to its grip median "
+            f"{b['grip_error_mm']['median']:.1f} (max {b['grip_error_mm']['max']:.1f}); "
+            f"adaptation median {b['adapt_wall_ms']['median']:.1f} ms wall-clock")
+    return '\n'.join(lines)
+
+
+def plot(results, path):
+    """Plot both methods' commanded trajectories for two nearby constraints (PNG ``path``)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    nearby = results['nearby']
+    names = robots.SIMON_JOINTS
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7), sharex=True)
+    c0, c1 = (np.asarray(c) for c in nearby['constraints'])
+    for ax, (label, joint, _, _) in zip(axes.ravel(), TABLE):
+        k = names.index(joint)
+        for method, color in (('stylized', 'tab:blue'), ('ccd', 'tab:red')):
+            for trajectory, style in zip(nearby[method], ('-', '--')):
+                x = np.asarray(trajectory)
+                ax.plot(np.arange(len(x)) * DT, x[:, k], style, color=color, lw=1.2)
+        ax.set_title(f'{label} ({joint})', fontsize=9)
+        ax.set_xlabel('t [s]')
+        ax.set_ylabel('rad')
+    axes[0, 0].legend(['stylized, c', 'stylized, c + 1 cm', 'CCD, c', 'CCD, c + 1 cm'],
+                      fontsize=7)
+    per_cm = results['change_per_cm_rad']
+    fig.suptitle(f'pick-and-place from pick to the bin at c = {np.round(c0, 3)} m and '
+                 f'{np.round(c1, 3)} m; change per cm (median over {results["constraints"]}): '
+                 f"stylized {per_cm['stylized']['median']:.3f}, CCD {per_cm['ccd']['median']:.3f}"
+                 ' rad/cm', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def to_json(results):
+    """Return the results without the per-sample trajectories (JSON-ready)."""
+    out = dict(results)
+    nearby = results['nearby']
+    out['nearby'] = {'constraints': [np.asarray(c).tolist() for c in nearby['constraints']]}
+    out['rows'] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
+                   for r in results['rows']]
+    return out

@@ -1,0 +1,1 @@
+"""Style-preserving motion (Gielniak, Liu & Thomaz): TSFKS, velocity modulation, sn metric."""

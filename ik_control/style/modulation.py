@@ -1,0 +1,142 @@
+"""
+Velocity modulation of an exemplar trajectory (Gielniak et al., sec. IV-B, eq. 2).
+
+The exemplar ``theta_j(t)`` of joint ``j`` is kept as its velocity profile; the adapted
+trajectory starts from the robot's actual value ``psi_j(t0)`` and integrates the exemplar's
+velocity multiplied by the eq. (2) scalar::
+
+    s_j = (psi_j(t_pc) - psi_j(t0)) / (theta_j(t_pc) - theta_j(t0))            (2)
+    psi_j(t) = psi_j(t0) + s_j * (theta_j(t) - theta_j(t0))
+
+so ``psi_j(t_pc)`` is the value the kinematic search found, and the shape (the timing of
+every acceleration, pause, anticipation and follow-through) is the exemplar's.
+
+**Cyclic profiles** (the paper's name for a net change ``theta_j(t_pc) - theta_j(t0)`` of
+zero, or near it, which makes eq. 2 blow up). We use the first strategy the paper lists:
+scale the increments where the joint increases by one scalar ``a_j`` and those where it
+decreases by another, ``b_j``. With ``P`` and ``N`` the joint's total increase and total
+decrease from ``t0`` to ``t_pc`` the constraint is ``a P - b N = psi(t_pc) - psi(t0)``; we
+take the pair nearest to the unmodified profile ``(1, 1)``::
+
+    lambda = (dpsi - (P - N)) / (P^2 + N^2),   a = 1 + lambda P,   b = 1 - lambda N
+
+and, if that makes one scalar negative (the segment would reverse), set it to 0 and solve
+the other from the constraint: the joint then pauses where the exemplar moved the other
+way, and never moves against the exemplar's direction. Velocities stay continuous (they
+pass through zero where the scalar changes). The split is used when
+``|theta(t_pc) - theta(t0)| < min_net_fraction * (P + N)``; eq. 2 otherwise.
+
+A joint that does not move at all before ``t_pc`` has no profile to scale: if it must
+move, the paper's answer is to choose another exemplar, and :func:`modulate` says so
+(:class:`~ik_control.validation.InputError`). Joints outside ``modulated`` keep the
+exemplar's velocity unscaled (``a = b = 1``), started from their actual value.
+"""
+
+from ik_control.validation import InputError
+import numpy as np
+
+#: Net changes below this [rad] count as no motion at all.
+STILL = 1e-9
+
+
+def modulation_scalar(theta_t0, theta_tpc, psi_t0, psi_tpc):
+    """
+    Eq. (2): ``(psi(t_pc) - psi(t0)) / (theta(t_pc) - theta(t0))`` (scalars or arrays).
+
+    ``theta``: exemplar values [rad] at the start and at the constraint instant; ``psi``:
+    the robot's actual value at the start and the searched value. Raises InputError where
+    the denominator is zero (a cyclic profile: see the module docstring).
+    """
+    den = np.asarray(theta_tpc, dtype=float) - np.asarray(theta_t0, dtype=float)
+    if np.any(den == 0.0):
+        raise InputError('eq. 2 denominator is zero: the exemplar has no net motion before '
+                         'the constraint instant (cyclic profile)')
+    return (np.asarray(psi_tpc, dtype=float) - np.asarray(psi_t0, dtype=float)) / den
+
+
+def split_scalars(increase, decrease, change):
+    """
+    Scalars ``(a, b)`` for rising and falling increments with ``a P - b N = change``.
+
+    ``increase`` P >= 0 and ``decrease`` N >= 0 [rad] are the exemplar's total rise and fall
+    up to the constraint instant, ``change`` [rad] the required net change. The pair
+    nearest to (1, 1), with negative scalars set to 0 (module docstring).
+    """
+    P, N, change = float(increase), float(decrease), float(change)
+    if P + N <= STILL:
+        raise InputError('split scaling needs a profile that moves')
+    lam = (change - (P - N)) / (P * P + N * N)
+    a, b = 1.0 + lam * P, 1.0 - lam * N
+    if b < 0.0:
+        a, b = change / P, 0.0
+    elif a < 0.0:
+        a, b = 0.0, -change / N
+    return a, b
+
+
+def modulate(theta, i_pc, psi_t0, psi_tpc, modulated=None, min_net_fraction=0.25,
+             joint_names=None):
+    """
+    Adapt the exemplar ``theta`` (N, n) [rad] so that row ``i_pc`` equals ``psi_tpc``.
+
+    ``theta`` is sampled at equal time steps, row 0 at the start ``t0``; ``psi_t0`` (n,)
+    the robot's actual joint values at ``t0`` [rad]; ``psi_tpc`` (n,) the values wanted at
+    the constraint instant (from the kinematic search). ``modulated`` (n,) bool selects
+    the joints scaled (default: all). Returns ``(psi, a, b, method)``: positions (N, n)
+    [rad], the scalars of rising and falling increments (n,) (``a = b = s_j`` of eq. 2),
+    and per joint ``'eq2'``, ``'split'``, ``'still'`` (no motion, none needed) or
+    ``'unscaled'`` (not modulated). Use :func:`scale_velocities` for the velocities.
+    """
+    theta = np.asarray(theta, dtype=float)
+    if theta.ndim != 2 or theta.shape[0] < 2:
+        raise InputError(f'exemplar must be (samples, joints) with >= 2 samples, got '
+                         f'{theta.shape}')
+    n = theta.shape[1]
+    if not 0 < int(i_pc) < theta.shape[0]:
+        raise InputError(f'constraint sample {i_pc} is not inside 1..{theta.shape[0] - 1}')
+    i_pc = int(i_pc)
+    psi_t0 = np.broadcast_to(np.asarray(psi_t0, dtype=float), (n,))
+    psi_tpc = np.broadcast_to(np.asarray(psi_tpc, dtype=float), (n,))
+    if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(psi_t0))
+            and np.all(np.isfinite(psi_tpc))):
+        raise InputError('modulation inputs contain NaN or infinite values')
+    modulated = np.ones(n, dtype=bool) if modulated is None else np.asarray(modulated, bool)
+    names = joint_names or [f'joint {j}' for j in range(n)]
+    step = np.diff(theta, axis=0)
+    rise = np.clip(step, 0.0, None)
+    fall = np.clip(-step, 0.0, None)
+    P = rise[:i_pc].sum(axis=0)
+    N = fall[:i_pc].sum(axis=0)
+    net = theta[i_pc] - theta[0]
+    a = np.ones(n)
+    b = np.ones(n)
+    method = []
+    for j in range(n):
+        change = psi_tpc[j] - psi_t0[j]
+        if not modulated[j]:
+            method.append('unscaled')
+        elif P[j] + N[j] <= STILL:
+            if abs(change) > STILL:
+                raise InputError(f'{names[j]} does not move in the exemplar before the '
+                                 f'constraint instant but must move {change:.4g} rad: there '
+                                 'is no velocity profile to scale; choose another exemplar or '
+                                 'leave the joint out of the modulated joints')
+            method.append('still')
+        elif abs(net[j]) >= min_net_fraction * (P[j] + N[j]):
+            a[j] = b[j] = modulation_scalar(theta[0, j], theta[i_pc, j], psi_t0[j],
+                                            psi_tpc[j])
+            method.append('eq2')
+        else:
+            a[j], b[j] = split_scalars(P[j], N[j], change)
+            method.append('split')
+    psi = np.empty_like(theta)
+    psi[0] = psi_t0
+    psi[1:] = psi_t0 + np.cumsum(a * rise - b * fall, axis=0)
+    psi[i_pc, modulated] = psi_tpc[modulated]      # exact, not a rounded cumulative sum
+    return psi, a, b, tuple(method)
+
+
+def scale_velocities(velocity, a, b):
+    """Scaled velocity profile ``a v`` where ``v > 0``, ``b v`` where ``v < 0`` [rad/s]."""
+    v = np.asarray(velocity, dtype=float)
+    return np.where(v > 0.0, a * v, b * v)

@@ -1,0 +1,445 @@
+"""
+TSFKS: the two-step (coarse, then fine) forward-kinematics search of Gielniak et al., sec. IV-A.
+
+Given a point constraint ``p`` [m] in the base frame, find joint values that bring an end
+effector (or a line segment attached to it, the baseball bat of sec. V-D) onto ``p``:
+
+1. **Search box.** Each searched joint ``j`` is confined to its hardware limits less a
+   buffer of ``buffer`` (10-15 % in the paper) of its full range at each end, so that the
+   velocity modulation that follows has room (sec. IV-A, last paragraph). The joints that
+   are not searched stay at the midpoint of their range (``fixed`` overrides it).
+2. **Coarse search.** Each searched joint's box ``[lo, hi]`` is sampled by eq. (1)::
+
+       Theta(i) = lo + i / i_max * (hi - lo),    i = 1 .. i_max - 1,
+       i_max = round((hi - lo) / increment)
+
+   (an increment of 20 % of the range gives the paper's four values). Forward kinematics is
+   evaluated at every combination; the combination ``S`` with the smallest Euclidean
+   distance between the constraint and the robot's constrained point is kept.
+3. **Fine search.** The same, with ``[lo, hi] = S -+ coarse increment / 2`` (clipped to the
+   box) sampled by the fine increment. The fine increment sets the final error.
+
+The search is exhaustive over the grid (``prod_j (i_max_j - 1)`` FK evaluations per step),
+so it is written as one compiled loop: an odometer over the grid whose fastest digit is the
+most distal searched joint, and forward kinematics along the end effector's chain only,
+recomputed from the first joint whose value changed (the placements of the joints above
+it are kept). One evaluation then costs a few 4x4 products instead of a whole-tree FK.
+
+The chain recursion is that of :mod:`ik_control.kinematics.kernels` (``T_j = T_parent @ M_j @
+X_j(q_j)``), restricted to the joints that move the end effector; tests check it against
+:meth:`RobotModel.frame_placements`.
+"""
+
+from dataclasses import dataclass
+import time
+
+from ik_control.ik import laws
+from ik_control.kinematics import kernels
+from ik_control.validation import finite_vector, InputError
+from numba import njit
+import numpy as np
+
+
+def eq1_samples(lo, hi, increment):
+    """
+    Eq. (1): interior samples ``lo + i / i_max (hi - lo)``, ``i = 1 .. i_max - 1`` [rad].
+
+    ``i_max = round((hi - lo) / increment)``, at least 2 (one sample, the middle). A window of
+    zero width gives its single value.
+    """
+    lo, hi, increment = float(lo), float(hi), float(increment)
+    if not increment > 0.0:
+        raise InputError(f'search increment must be > 0 [rad], got {increment}')
+    if hi < lo:
+        raise InputError(f'search window [{lo}, {hi}] is empty')
+    i_max = max(2, int(round((hi - lo) / increment)))
+    return lo + np.arange(1, i_max) / i_max * (hi - lo)
+
+
+@njit(cache=True, nogil=True)
+def _place_joint(T_parent, M, axis, kind, q, tmp, out):
+    """``out = T_parent @ M @ X(q)``, X a rotation about / translation along the unit ``axis``."""
+    for r in range(4):
+        for c in range(4):
+            tmp[r, c] = (T_parent[r, 0] * M[0, c] + T_parent[r, 1] * M[1, c]
+                         + T_parent[r, 2] * M[2, c] + T_parent[r, 3] * M[3, c])
+    x, y, z = axis[0], axis[1], axis[2]
+    if kind == kernels.JOINT_PRISMATIC:
+        for r in range(4):
+            for c in range(4):
+                out[r, c] = tmp[r, c]
+        for r in range(3):
+            out[r, 3] = tmp[r, 3] + q * (tmp[r, 0] * x + tmp[r, 1] * y + tmp[r, 2] * z)
+        return
+    c_, s_ = np.cos(q), np.sin(q)
+    v = 1.0 - c_
+    # Rodrigues: rotation about the unit axis (x, y, z) by q
+    m00 = c_ + x * x * v
+    m01 = x * y * v - z * s_
+    m02 = x * z * v + y * s_
+    m10 = y * x * v + z * s_
+    m11 = c_ + y * y * v
+    m12 = y * z * v - x * s_
+    m20 = z * x * v - y * s_
+    m21 = z * y * v + x * s_
+    m22 = c_ + z * z * v
+    for r in range(3):
+        a0, a1, a2 = tmp[r, 0], tmp[r, 1], tmp[r, 2]
+        out[r, 0] = a0 * m00 + a1 * m10 + a2 * m20
+        out[r, 1] = a0 * m01 + a1 * m11 + a2 * m21
+        out[r, 2] = a0 * m02 + a1 * m12 + a2 * m22
+        out[r, 3] = tmp[r, 3]
+    for c in range(4):
+        out[3, c] = tmp[3, c]
+
+
+@njit(cache=True, nogil=True)
+def _segment_distance(T, A, B, target):
+    """Distance [m] from ``target`` to the segment ``T @ [A, B]`` (a point if A = B)."""
+    a0 = T[0, 0] * A[0] + T[0, 1] * A[1] + T[0, 2] * A[2] + T[0, 3]
+    a1 = T[1, 0] * A[0] + T[1, 1] * A[1] + T[1, 2] * A[2] + T[1, 3]
+    a2 = T[2, 0] * A[0] + T[2, 1] * A[1] + T[2, 2] * A[2] + T[2, 3]
+    d0 = T[0, 0] * (B[0] - A[0]) + T[0, 1] * (B[1] - A[1]) + T[0, 2] * (B[2] - A[2])
+    d1 = T[1, 0] * (B[0] - A[0]) + T[1, 1] * (B[1] - A[1]) + T[1, 2] * (B[2] - A[2])
+    d2 = T[2, 0] * (B[0] - A[0]) + T[2, 1] * (B[1] - A[1]) + T[2, 2] * (B[2] - A[2])
+    e0 = target[0] - a0
+    e1 = target[1] - a1
+    e2 = target[2] - a2
+    dd = d0 * d0 + d1 * d1 + d2 * d2
+    u = 0.0
+    if dd > 0.0:
+        u = min(1.0, max(0.0, (e0 * d0 + e1 * d1 + e2 * d2) / dd))
+    r0 = e0 - u * d0
+    r1 = e1 - u * d1
+    r2 = e2 - u * d2
+    return np.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+
+
+@njit(cache=True, nogil=True)
+def grid_search(base_inv, placement, axis, kind, slot, multiplier, q_fixed, frame_placement,
+                seg_a, seg_b, target, values, counts, keep, preferred, weight):
+    """
+    Exhaustive search of the grid ``values[s, :counts[s]]`` (one row per searched joint ``s``).
+
+    Chain arrays (one entry per joint of the chain, root first): ``placement`` (c, 4, 4),
+    ``axis`` (c, 3), ``kind``, ``slot`` (searched joint driving it, or -1), ``multiplier``
+    (URDF mimic factor of a searched joint), ``q_fixed`` (the joint value when not searched,
+    the mimic offset when searched: ``q = multiplier * value + q_fixed``). Searched joints
+    are numbered in chain order (slot ``s`` first appears before slot ``s + 1``). The joints
+    below the last searched one do not change: their product with ``frame_placement`` is
+    taken once. The cost of a grid point is its distance plus the posture term
+    ``sum_s weight[s] * (value_s - preferred[s])^2`` [m] (zero weights: distance alone).
+    Returns the ``keep`` best grid points, best first: (grid indices (keep, ns), their
+    distances [m] (keep,), inf where the grid has fewer points), and the evaluations made.
+    """
+    nc = placement.shape[0]
+    ns = counts.shape[0]
+    first = np.full(ns, nc, dtype=np.int64)
+    last = 0
+    for c in range(nc):
+        s = slot[c]
+        if s >= 0:
+            last = c
+            if first[s] == nc:
+                first[s] = c
+    tmp = np.empty((4, 4))
+    tail = np.empty((2, 4, 4))
+    tail[0] = np.eye(4)
+    k = 0
+    for c in range(last + 1, nc):
+        _place_joint(tail[k], placement[c], axis[c], kind[c], q_fixed[c], tmp, tail[1 - k])
+        k = 1 - k
+    # segment endpoints in the frame of the last searched joint
+    A = np.empty(3)
+    B = np.empty(3)
+    for r in range(3):
+        A[r] = frame_placement[r, 3]
+        B[r] = frame_placement[r, 3]
+        for c in range(3):
+            A[r] += frame_placement[r, c] * seg_a[c]
+            B[r] += frame_placement[r, c] * seg_b[c]
+    A2 = np.empty(3)
+    B2 = np.empty(3)
+    for r in range(3):
+        A2[r] = tail[k, r, 3] + tail[k, r, 0] * A[0] + tail[k, r, 1] * A[1] + tail[k, r, 2] * A[2]
+        B2[r] = tail[k, r, 3] + tail[k, r, 0] * B[0] + tail[k, r, 1] * B[1] + tail[k, r, 2] * B[2]
+    prefix = np.empty((last + 2, 4, 4))
+    prefix[0] = base_inv
+    idx = np.zeros(ns, dtype=np.int64)
+    best = np.zeros((keep, ns), dtype=np.int64)
+    best_d = np.full(keep, np.inf)
+    best_cost = np.full(keep, np.inf)
+    start = 0
+    evaluations = 0
+    while True:
+        for c in range(start, last + 1):
+            s = slot[c]
+            q = q_fixed[c] if s < 0 else multiplier[c] * values[s, idx[s]] + q_fixed[c]
+            _place_joint(prefix[c], placement[c], axis[c], kind[c], q, tmp, prefix[c + 1])
+        d = _segment_distance(prefix[last + 1], A2, B2, target)
+        cost = d
+        for s in range(ns):
+            dv = values[s, idx[s]] - preferred[s]
+            cost += weight[s] * dv * dv
+        evaluations += 1
+        if cost < best_cost[keep - 1]:           # insert into the sorted list of the best
+            r = keep - 1
+            while r > 0 and best_cost[r - 1] > cost:
+                best_cost[r] = best_cost[r - 1]
+                best_d[r] = best_d[r - 1]
+                best[r] = best[r - 1]
+                r -= 1
+            best_cost[r] = cost
+            best_d[r] = d
+            best[r] = idx
+        # odometer: the last (most distal) searched joint turns fastest
+        s = ns - 1
+        while s >= 0:
+            idx[s] += 1
+            if idx[s] < counts[s]:
+                break
+            idx[s] = 0
+            s -= 1
+        if s < 0:
+            break
+        start = first[s]
+    return best, best_d, evaluations
+
+
+@dataclass
+class TsfksResult:
+    """Outcome of :meth:`Tsfks.search`."""
+
+    q: np.ndarray            # all controlled joints [rad]: searched values, others fixed
+    error: float             # distance between the constraint and the constrained point [m]
+    resolution: float        # first-order error bound of the fine grid at q [m] (see search)
+    coarse_error: float      # best distance of the coarse step [m]
+    evaluations: int         # forward-kinematics evaluations, both steps
+    seconds: float
+
+
+class Tsfks:
+    """
+    Two-step forward-kinematics search (module docstring) for one end effector of a model.
+
+    Parameters
+    ----------
+    model:
+        :class:`~ik_control.kinematics.RobotModel`.
+    end_effector:
+        Frame name of one of ``model.end_effectors``.
+    search_joints:
+        Controlled joints searched (the joints that matter for the constraint); each must
+        move the end effector.
+    coarse_fraction, fine_fraction:
+        Coarse and fine increments as fractions of each joint's search range (scalars or one
+        per searched joint); the paper's example: coarse 0.2. ``fine_fraction`` is a fraction
+        of the search range too (e.g. 0.025).
+    buffer:
+        Part of each joint's full range left out at each limit (0.10-0.15 in the paper).
+    fixed:
+        ``{joint: value [rad]}`` for joints that are not searched (default: mid-range).
+    segment:
+        ``(a, b)``: endpoints [m] of a segment in the end-effector frame that must pass
+        through the constraint (the bat); default: the frame origin (a point constraint).
+    box:
+        ``{joint: (lo, hi)}`` [rad]: narrower search ranges (intersected with the buffered
+        limits), for a search confined to a small region (the strike zone of sec. V-D).
+    posture_weight:
+        [m] Not in the paper (0 gives its pure distance search). The redundant arm has many
+        grid points within millimetres of a point; the plain minimum then jumps between
+        them for constraints a centimetre apart. With a weight, each grid point costs
+        ``distance + posture_weight * sum_j ((q_j - preferred_j) / range_j)^2``, so among
+        near-equal solutions the one nearest a preferred posture (the exemplar's pose at
+        the constraint instant) wins.
+    refine_iterations:
+        Not in the paper (0 keeps its two steps): damped least-squares steps after the fine
+        step (:meth:`refine`), which take the grid's answer onto the constraint.
+
+    """
+
+    def __init__(self, model, end_effector, search_joints, coarse_fraction=0.2,
+                 fine_fraction=0.025, buffer=0.125, fixed=None, segment=None, box=None,
+                 posture_weight=0.0, refine_iterations=0):
+        self.model = model
+        names = model.end_effector_names
+        if end_effector not in names:
+            raise InputError(f"end effector '{end_effector}' is not one of {list(names)}")
+        self.frame = names.index(end_effector)
+        if not 0.0 <= buffer < 0.5:
+            raise InputError(f'buffer must be in [0, 0.5) of the joint range, got {buffer}')
+        joints = list(search_joints)
+        unknown = [j for j in joints if j not in model.joint_names]
+        if unknown or not joints or len(set(joints)) != len(joints):
+            raise InputError(f'search joints {joints} must be distinct joints of '
+                             f'{list(model.joint_names)}')
+        k_of = {n: k for k, n in enumerate(model.joint_names)}
+        chain = np.flatnonzero(model.support[self.frame])
+        ctrl = model.ctrl_index[chain]
+        order = []
+        for k in ctrl:
+            name = model.joint_names[k] if k >= 0 else None
+            if name in joints and name not in order:
+                order.append(name)
+        if len(order) != len(joints):
+            raise InputError(f'search joints {sorted(set(joints) - set(order))} do not move '
+                             f"'{end_effector}'")
+        self.search_joints = tuple(order)           # chain order (fastest digit = distal)
+        self.search_index = np.array([k_of[n] for n in order], dtype=np.int64)
+        span = model.upper - model.lower
+        self.box_lower = model.lower + buffer * span
+        self.box_upper = model.upper - buffer * span
+        for name, (lo, hi) in (box or {}).items():
+            if name not in k_of or not lo <= hi:
+                raise InputError(f"search box for '{name}' must be a joint and lo <= hi")
+            k = k_of[name]
+            self.box_lower[k] = max(self.box_lower[k], float(lo))
+            self.box_upper[k] = min(self.box_upper[k], float(hi))
+            if self.box_lower[k] > self.box_upper[k]:
+                raise InputError(f"search box for '{name}' lies outside its buffered limits")
+        rng = (self.box_upper - self.box_lower)[self.search_index]
+        self.coarse_increment = rng * self._fractions(coarse_fraction, 'coarse_fraction')
+        self.fine_increment = rng * self._fractions(fine_fraction, 'fine_fraction')
+        if not (np.isfinite(posture_weight) and posture_weight >= 0.0):
+            raise InputError(f'posture_weight must be >= 0 [m], got {posture_weight}')
+        span_s = (model.upper - model.lower)[self.search_index]
+        self._posture_weight = float(posture_weight) / span_s ** 2
+        self.refine_iterations = int(refine_iterations)
+        if self.refine_iterations < 0:
+            raise InputError(f'refine_iterations must be >= 0, got {refine_iterations}')
+        q_rest = model.center.copy()
+        for name, value in (fixed or {}).items():
+            if name not in k_of:
+                raise InputError(f"fixed value given for unknown joint '{name}'")
+            q_rest[k_of[name]] = float(value)
+        self.q_rest = q_rest
+        a, b = (np.zeros(3), np.zeros(3)) if segment is None else segment
+        self.seg_a = finite_vector(a, 3, 'segment start')
+        self.seg_b = finite_vector(b, 3, 'segment end')
+        # Chain tables for grid_search.
+        self._chain = chain
+        self._placement = np.ascontiguousarray(model.placement[chain])
+        self._axis = np.ascontiguousarray(model.axis[chain])
+        self._kind = np.ascontiguousarray(model.kind[chain])
+        slot = -np.ones(len(chain), dtype=np.int64)
+        pos = {k: s for s, k in enumerate(self.search_index)}
+        for c, k in enumerate(ctrl):
+            if k >= 0 and k in pos:
+                slot[c] = pos[k]
+        self._slot = slot
+        self._multiplier = np.ascontiguousarray(model.multiplier[chain])
+        self._frame_placement = np.ascontiguousarray(model.frame_placement[self.frame])
+        self._base_inv = np.ascontiguousarray(model.base_inv)
+        self._ws = model.workspace()
+
+    def _fractions(self, value, what):
+        arr = np.broadcast_to(np.asarray(value, dtype=float), (len(self.search_index),))
+        if not np.all(np.isfinite(arr)) or np.any(arr <= 0.0) or np.any(arr > 1.0):
+            raise InputError(f'{what} must be in (0, 1] of the search range, got {value}')
+        return arr.copy()
+
+    def _q_fixed(self, q_rest):
+        """Chain joint values of the non-searched joints; offsets of the searched ones."""
+        m = self.model
+        q_tree = m.tree_configuration(q_rest)[self._chain]
+        searched = self._slot >= 0
+        q_tree[searched] = m.offset[self._chain][searched]
+        return np.ascontiguousarray(q_tree)
+
+    def _grid(self, lows, highs, increments, q_fixed, target, preferred):
+        """Best grid point (values, distance [m]) of eq. 1 grids, and the evaluations made."""
+        rows = [eq1_samples(lo, hi, inc) for lo, hi, inc in zip(lows, highs, increments)]
+        counts = np.array([len(r) for r in rows], dtype=np.int64)
+        values = np.zeros((len(rows), counts.max()))
+        for s, r in enumerate(rows):
+            values[s, :len(r)] = r
+        best, dist, evals = grid_search(
+            self._base_inv, self._placement, self._axis, self._kind, self._slot,
+            self._multiplier, q_fixed, self._frame_placement, self.seg_a, self.seg_b, target,
+            values, counts, 1, preferred, self._posture_weight)
+        return values[np.arange(len(rows)), best[0]], float(dist[0]), int(evals)
+
+    def search(self, target, fixed=None, preferred=None):
+        """
+        Run both steps for the constraint ``target`` [m] (base frame); return a TsfksResult.
+
+        ``fixed`` overrides values of non-searched joints for this call; ``preferred``
+        (all controlled joints [rad]) is the posture the ``posture_weight`` term pulls
+        toward (default: mid-range). ``resolution`` is
+        ``0.5 * sum_j |dp/dq_j| * fine_increment_j`` at the result: to first order, the
+        largest error of the nearest fine-grid point to an exact solution inside the fine
+        window.
+        """
+        start = time.perf_counter()
+        target = finite_vector(target, 3, 'constraint point')
+        q_rest = self.q_rest.copy()
+        for name, value in (fixed or {}).items():
+            if name not in self.model.joint_names:
+                raise InputError(f"fixed value given for unknown joint '{name}'")
+            q_rest[self.model.joint_names.index(name)] = float(value)
+        q_fixed = self._q_fixed(q_rest)
+        pref = self.model.center if preferred is None else finite_vector(
+            preferred, self.model.nq, 'preferred posture')
+        pref = np.ascontiguousarray(pref[self.search_index])
+        lo = self.box_lower[self.search_index]
+        hi = self.box_upper[self.search_index]
+        coarse, coarse_err, n1 = self._grid(lo, hi, self.coarse_increment, q_fixed, target,
+                                            pref)
+        half = 0.5 * self.coarse_increment
+        fine, err, n2 = self._grid(np.maximum(coarse - half, lo), np.minimum(coarse + half, hi),
+                                   self.fine_increment, q_fixed, target, pref)
+        q = q_rest
+        q[self.search_index] = fine
+        resolution = self.resolution(q, target)
+        if self.refine_iterations:
+            q, err = self.refine(q, target, err)
+        seconds = time.perf_counter() - start
+        return TsfksResult(q, err, resolution, coarse_err, n1 + n2, seconds)
+
+    def refine(self, q, target, error):
+        """
+        Polish a grid result: damped least squares steps (Buss eq. 11) on the searched joints.
+
+        ``dq = J^T (J J^T + lambda^2 I)^-1 e`` with ``J`` the 3-row position Jacobian of the
+        constrained point and ``e`` its error; each step is clipped into the search box and
+        kept only if the distance falls. At most ``refine_iterations`` steps; stops below
+        1e-6 m. Returns (q, distance [m]).
+        """
+        k = self.search_index
+        rows = self.model.task_offsets[self.frame] + np.arange(3)
+        points = np.zeros((len(self.model.end_effectors), 3))
+        dq = np.zeros(len(k))
+        L = np.zeros((3, 3))
+        work = np.zeros(3)
+        for _ in range(self.refine_iterations):
+            if error < 1e-6:
+                break
+            points[self.frame] = self.constrained_point(q, target)
+            J = np.ascontiguousarray(self.model.jacobian(q, points=points)[np.ix_(rows, k)])
+            laws.dls_step(J, target - points[self.frame], 1e-4, dq, L, work)
+            trial = q.copy()
+            trial[k] = np.clip(q[k] + dq, self.box_lower[k], self.box_upper[k])
+            d = float(np.linalg.norm(self.constrained_point(trial, target) - target))
+            if d >= error:
+                break
+            q, error = trial, d
+        return q, error
+
+    def constrained_point(self, q, target):
+        """Point [m] of the segment nearest ``target`` at ``q`` (the frame origin if a point)."""
+        self._ws.update(finite_vector(q, self.model.nq, 'q'), jacobian=False)
+        T = self._ws.frame_T[self.frame]
+        A = T[:3, :3] @ self.seg_a + T[:3, 3]
+        B = T[:3, :3] @ self.seg_b + T[:3, 3]
+        d = B - A
+        u = 0.0 if d @ d == 0.0 else float(np.clip((target - A) @ d / (d @ d), 0.0, 1.0))
+        return A + u * d
+
+    def resolution(self, q, target):
+        """First-order error bound [m] of the fine grid at ``q`` (see :meth:`search`)."""
+        points = np.zeros((len(self.model.end_effectors), 3))
+        points[self.frame] = self.constrained_point(q, target)
+        J = self.model.jacobian(q, points=points)
+        rows = self.model.task_offsets[self.frame] + np.arange(3)
+        lever = np.linalg.norm(J[np.ix_(rows, self.search_index)], axis=0)
+        return float(0.5 * np.sum(lever * self.fine_increment))

@@ -1,0 +1,306 @@
+"""Style-preserving motion: sn (eq. 3), TSFKS (eq. 1), velocity modulation (eq. 2), adapter."""
+
+import itertools
+
+from hypothesis import given, settings, strategies as st
+from ik_control import robots
+from ik_control.style.adapter import ball_crossing, plan_swing, StyleAdapter
+from ik_control.style.exemplar import load_motion
+from ik_control.style.modulation import modulate, modulation_scalar, scale_velocities
+from ik_control.style.smoothness import smoothness
+from ik_control.style.tsfks import eq1_samples, Tsfks
+from ik_control.validation import InputError
+import numpy as np
+import pytest
+
+SIMON = robots.robot('simon')
+ARM = ('torso_y', 'torso_x', 'right_shoulder_x', 'right_shoulder_z', 'right_shoulder_y',
+       'right_elbow_x')
+
+
+# ----------------------------------------------------------------------------- sn, eq. 3
+def test_sn_matches_hand_computation():
+    # x = t^2 at t = 0, .5, 1, 1.5, 2: every second difference is 2 * 0.25 = 0.5;
+    # three interior samples: sn = 3 * 0.5 / (3 * 0.5) = 1.
+    t = np.arange(5) * 0.5
+    assert smoothness(t ** 2, 0.5) == pytest.approx(1.0)
+    # |x(i+1) + x(i-1) - 2x(i)| of [0, 1, 0, 2]: |0 + 0 - 2| + |2 + 1 - 0| = 5; N - 2 = 2
+    assert smoothness([0.0, 1.0, 0.0, 2.0], 0.1) == pytest.approx(5.0 / (2 * 0.1))
+    cols = smoothness(np.column_stack([t ** 2, 3.0 * t]), 0.5)
+    np.testing.assert_allclose(cols, [1.0, 0.0], atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-10, 10), min_size=3, max_size=40), st.floats(-5, 5),
+       st.floats(-3, 3), st.floats(1e-4, 1.0))
+def test_sn_ignores_lines_and_scales_with_amplitude(samples, gain, slope, dt):
+    x = np.array(samples)
+    line = slope * np.arange(len(x)) + 0.7
+    base = smoothness(x, dt)
+    assert smoothness(x + line, dt) == pytest.approx(base, rel=1e-9, abs=1e-6)
+    assert smoothness(gain * x, dt) == pytest.approx(abs(gain) * base, rel=1e-9, abs=1e-6)
+
+
+@pytest.mark.parametrize('x, dt', [([1.0, 2.0], 0.1), ([1.0, np.nan, 2.0], 0.1),
+                                   ([1.0, 2.0, 3.0], 0.0)])
+def test_sn_refuses_bad_input(x, dt):
+    with pytest.raises(InputError):
+        smoothness(x, dt)
+
+
+# ----------------------------------------------------------------------------- eq. 1
+def test_eq1_coarse_twenty_percent_gives_four_interior_values():
+    v = eq1_samples(-1.0, 1.0, 0.4)
+    np.testing.assert_allclose(v, [-0.6, -0.2, 0.2, 0.6])
+    with pytest.raises(InputError):
+        eq1_samples(0.0, 1.0, 0.0)
+
+
+# ----------------------------------------------------------------------------- TSFKS
+def _random_q(rng, search):
+    """Draw a configuration inside the region of eq. 1's grids: the box less half a step."""
+    q = search.q_rest.copy()
+    k = search.search_index
+    half = 0.5 * search.coarse_increment
+    q[k] = rng.uniform(search.box_lower[k] + half, search.box_upper[k] - half)
+    return q
+
+
+def test_grid_search_is_exhaustive_and_its_chain_fk_matches_the_model():
+    """A small grid: the compiled search agrees with brute force through RobotModel's FK."""
+    rng = np.random.default_rng(3)
+    search = Tsfks(SIMON, 'right_hand', ARM[2:], coarse_fraction=0.34, fine_fraction=0.34)
+    k = search.search_index
+    for _ in range(3):
+        target = rng.uniform([0.2, -0.6, 0.8], [0.6, 0.0, 1.3])
+        lo, hi = search.box_lower[k], search.box_upper[k]
+        grids = [eq1_samples(a, b, 0.34 * (b - a)) for a, b in zip(lo, hi)]
+        best = np.inf
+        for combo in itertools.product(*grids):
+            q = search.q_rest.copy()
+            q[k] = combo
+            best = min(best, np.linalg.norm(SIMON.frame_placements(q)[0, :3, 3] - target))
+        values = np.array(grids)
+        got, dist, evals = search._grid(lo, hi, 0.34 * (hi - lo), search._q_fixed(search.q_rest),
+                                        target, np.zeros(len(k)))
+        assert evals == values.shape[1] ** len(k)
+        assert dist == pytest.approx(best, abs=1e-12)
+
+
+def test_tsfks_meets_reachable_points_within_the_fine_resolution():
+    """
+    Meet points reached inside the grids' region, within the fine grid's error bound.
+
+    Every error is within the first-order bound, and typically millimetres (coarse: cm).
+
+    The coarse step keeps one cell; where the nearest solution lies in another cell the
+    fine window cannot reach it (the method's limit), hence a percentile and not a maximum.
+    """
+    rng = np.random.default_rng(11)
+    search = Tsfks(SIMON, 'right_hand', ARM)
+    errors, coarse = [], []
+    for _ in range(30):
+        q_true = _random_q(rng, search)
+        target = SIMON.frame_placements(q_true)[0, :3, 3]
+        result = search.search(target)
+        reached = SIMON.frame_placements(result.q)[0, :3, 3]
+        assert np.linalg.norm(reached - target) == pytest.approx(result.error, abs=1e-12)
+        assert result.error <= result.resolution
+        assert result.error <= result.coarse_error      # the fine window holds the coarse cell
+        k = search.search_index
+        assert np.all(result.q[k] >= search.box_lower[k] - 1e-12)
+        assert np.all(result.q[k] <= search.box_upper[k] + 1e-12)
+        others = np.setdiff1d(np.arange(SIMON.nq), k)
+        np.testing.assert_allclose(result.q[others], SIMON.center[others])
+        errors.append(result.error)
+        coarse.append(result.coarse_error)
+    assert np.median(errors) < 0.005 < np.median(coarse)
+    assert np.percentile(errors, 90) < 0.02
+
+
+def test_refinement_takes_the_grid_answer_onto_the_constraint():
+    rng = np.random.default_rng(4)
+    plain = Tsfks(SIMON, 'right_hand', ARM)
+    refined = Tsfks(SIMON, 'right_hand', ARM, refine_iterations=10)
+    for _ in range(8):
+        target = SIMON.frame_placements(_random_q(rng, plain))[0, :3, 3]
+        a, b = plain.search(target), refined.search(target)
+        assert b.error <= a.error
+        assert b.error < 1e-4
+        k = refined.search_index
+        assert np.all(b.q[k] >= refined.box_lower[k]) and np.all(b.q[k] <= refined.box_upper[k])
+        hand = SIMON.frame_placements(b.q)[0, :3, 3]
+        assert np.linalg.norm(hand - target) == pytest.approx(b.error, abs=1e-12)
+
+
+def test_posture_weight_picks_the_solution_nearer_the_preferred_pose():
+    rng = np.random.default_rng(8)
+    plain = Tsfks(SIMON, 'right_hand', ARM)
+    pulled = Tsfks(SIMON, 'right_hand', ARM, posture_weight=0.05)
+    k = plain.search_index
+    span = (SIMON.upper - SIMON.lower)[k]
+    nearer = 0
+    for _ in range(10):
+        q_pref = _random_q(rng, plain)
+        target = SIMON.frame_placements(_random_q(rng, plain))[0, :3, 3]
+        a, b = plain.search(target), pulled.search(target, preferred=q_pref)
+        dist = [np.sum(((r.q[k] - q_pref[k]) / span) ** 2) for r in (a, b)]
+        nearer += dist[1] <= dist[0] + 1e-12
+        # the cost it minimises is error + weight * posture: never above the plain result's
+        assert b.error + 0.05 * dist[1] <= a.error + 0.05 * dist[0] + 0.03
+    assert nearer >= 8
+
+
+def test_tsfks_segment_constraint_puts_the_line_through_the_point():
+    rng = np.random.default_rng(5)
+    seg = (np.array([0.0, 0.05, 0.0]), np.array([0.0, 0.85, 0.0]))
+    search = Tsfks(SIMON, 'right_hand', ARM, segment=seg)
+    q = _random_q(rng, search)
+    T = SIMON.frame_placements(q)[0]
+    target = T[:3, :3] @ np.array([0.0, 0.6, 0.0]) + T[:3, 3]
+    result = search.search(target)
+    assert result.error < 0.01
+    assert np.linalg.norm(search.constrained_point(result.q, target) - target) == pytest.approx(
+        result.error, abs=1e-9)
+
+
+def test_tsfks_refuses_bad_set_up():
+    with pytest.raises(InputError):
+        Tsfks(SIMON, 'right_hand', ['left_elbow_x'])           # does not move the right hand
+    with pytest.raises(InputError):
+        Tsfks(SIMON, 'nose', ARM)
+    with pytest.raises(InputError):
+        Tsfks(SIMON, 'right_hand', ARM, buffer=0.6)
+    with pytest.raises(InputError):
+        Tsfks(SIMON, 'right_hand', ARM).search([0.4, np.nan, 1.0])
+
+
+# ----------------------------------------------------------------------------- eq. 2
+def _exemplar(rng, n, samples=200):
+    """Smooth random exemplar: a few sines per joint plus a net drift."""
+    t = np.linspace(0.0, 1.0, samples)[:, None]
+    out = rng.uniform(-0.5, 0.5, n) + rng.uniform(-1, 1, n) * t
+    for _ in range(3):
+        phase = rng.uniform(1, 6, n) * t + rng.uniform(0, 6, n)
+        out = out + rng.uniform(-0.2, 0.2, n) * np.sin(phase)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2 ** 31))
+def test_modulation_meets_the_target_from_the_actual_state_and_keeps_the_shape(seed):
+    rng = np.random.default_rng(seed)
+    theta = _exemplar(rng, 5)
+    i_pc = int(rng.integers(50, 190))
+    psi0 = theta[0] + rng.uniform(-0.3, 0.3, 5)
+    psi_pc = theta[i_pc] + rng.uniform(-0.3, 0.3, 5)
+    psi, a, b, method = modulate(theta, i_pc, psi0, psi_pc)
+    np.testing.assert_allclose(psi[0], psi0, atol=1e-12)
+    np.testing.assert_allclose(psi[i_pc], psi_pc, atol=1e-9)
+    v_ex, v_new = np.diff(theta, axis=0), np.diff(psi, axis=0)
+    for j in range(5):
+        if method[j] == 'eq2':
+            s = modulation_scalar(theta[0, j], theta[i_pc, j], psi0[j], psi_pc[j])
+            np.testing.assert_allclose(v_new[:, j], s * v_ex[:, j], atol=1e-12)
+            if abs(s) > 1e-6:
+                assert abs(np.corrcoef(v_ex[:, j], v_new[:, j])[0, 1]) > 0.999
+        else:
+            assert method[j] == 'split'
+            # never against the exemplar's direction, pauses at most
+            assert np.all(v_new[:, j] * v_ex[:, j] >= -1e-15)
+            assert min(a[j], b[j]) >= 0.0
+
+
+def test_modulation_of_a_cyclic_profile_uses_split_scaling_with_bounded_scalars():
+    t = np.linspace(0.0, 1.0, 401)
+    theta = 0.5 * np.sin(2 * np.pi * t)[:, None]           # net change 0 at t = 1
+    i_pc = 400
+    with pytest.raises(InputError, match='denominator is zero'):
+        modulation_scalar(0.25, 0.25, 0.0, 0.2)
+    psi, a, b, method = modulate(theta, i_pc, [0.1], [0.3])
+    assert method == ('split',)
+    assert psi[i_pc, 0] == pytest.approx(0.3)
+    # travel P = N = 1 rad; change 0.2: a = 1.1, b = 0.9 (nearest to (1, 1))
+    assert a[0] == pytest.approx(1.1) and b[0] == pytest.approx(0.9)
+    assert np.max(np.abs(psi - 0.1)) < 0.6                 # no blow-up
+    # velocities: rising parts scaled by a, falling by b
+    v = np.gradient(theta[:, 0])
+    np.testing.assert_allclose(scale_velocities(v, a[0], b[0]), np.where(v > 0, 1.1, 0.9) * v)
+
+
+def test_modulation_of_a_joint_that_does_not_move():
+    theta = np.zeros((50, 1))
+    psi, _, _, method = modulate(theta, 30, [0.2], [0.2])
+    assert method == ('still',)
+    np.testing.assert_allclose(psi, 0.2)
+    with pytest.raises(InputError, match='no velocity profile'):
+        modulate(theta, 30, [0.2], [0.5], joint_names=['right_elbow_x'])
+
+
+def test_unmodulated_joints_keep_the_exemplar_velocity():
+    rng = np.random.default_rng(1)
+    theta = _exemplar(rng, 2)
+    psi, a, b, method = modulate(theta, 100, [0.0, 0.0], [1.0, 5.0], modulated=[True, False])
+    assert method[1] == 'unscaled'
+    np.testing.assert_allclose(psi[:, 1], theta[:, 1] - theta[0, 1], atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- adapter
+def test_pick_and_place_adapted_from_the_actual_state_meets_the_bin():
+    adapter = StyleAdapter('pick_and_place')
+    ex = adapter.exemplar
+    q = adapter.pose_at('pick') + 0.05     # robot a little off
+    bin_point = np.array([0.42, -0.45, 1.05])
+    motion = adapter.adapt(bin_point, ex.joint_names, q, start='pick')
+    np.testing.assert_allclose(motion.positions[0], q, atol=1e-12)
+    i = int(round(motion.constraint_time / adapter.dt))
+    assert motion.times[i] == pytest.approx(ex.instant('place') - ex.instant('pick'))
+    full = SIMON.center.copy()
+    full[[SIMON.joint_names.index(j) for j in ex.joint_names]] = motion.positions[i]
+    hand = SIMON.frame_placements(full)[0, :3, 3]
+    assert np.linalg.norm(hand - bin_point) <= motion.resolution
+    assert np.linalg.norm(hand - bin_point) < 0.01
+    # the output is a 1 kHz trajectory whose velocities integrate to its positions
+    integrated = motion.positions[0] + np.cumsum(motion.velocities[:-1] * adapter.dt, axis=0)
+    assert np.max(np.abs(integrated - motion.positions[1:])) < 0.01
+    lower = SIMON.lower[[SIMON.joint_names.index(j) for j in ex.joint_names]]
+    assert np.all(motion.positions[i] >= lower)
+
+
+def test_swing_bat_meets_a_straight_pitch_at_the_contact_instant():
+    adapter = StyleAdapter('baseball_swing')
+    q0 = adapter.pose_at(0.0)
+    release, velocity = np.array([12.0, 0.25, 1.05]), np.array([-9.0, 0.0, -0.1])
+    delay, motion, point = plan_swing(adapter, release, velocity, adapter.exemplar.joint_names,
+                                      q0)
+    t_cross, crossing = ball_crossing(release, velocity, point[0])
+    assert delay + motion.constraint_time == pytest.approx(t_cross)
+    np.testing.assert_allclose(crossing, point)
+    i = int(round(motion.constraint_time / adapter.dt))
+    assert adapter.constraint_distance(motion.positions[i], point) < 0.01
+    with pytest.raises(InputError):
+        plan_swing(adapter, release, -velocity, adapter.exemplar.joint_names, q0)
+
+
+def test_motion_files_load_and_bad_names_are_refused():
+    ex = load_motion('pick_and_place')
+    assert set(ex.instants) == {'pick', 'place'}
+    assert ex.positions.shape[1] == len(ex.joint_names) == 16
+    with pytest.raises(InputError):
+        load_motion('no_such_motion')
+    with pytest.raises(InputError):
+        StyleAdapter('pick_and_place').adapt([0.4, -0.4, 1.0], ['torso_y'], [0.0])
+
+
+def test_style_bench_reports_table_one_for_every_joint():
+    from ik_control.bench import style
+
+    results = style.run(count=2, executor='kinematic', pitches=1)
+    assert [row['joint'] for row in results['table']] == [j for _, j, _, _ in style.TABLE]
+    for row in results['table']:
+        assert np.isfinite(row['ccd']) and np.isfinite(row['stylized'])
+        assert row['ccd'] >= 0.0 and row['stylized'] >= 0.0
+    assert results['search_error_mm']['max'] < 20.0
+    assert results['ccd_error_mm']['max'] <= 2.0 + 1e-6
+    assert results['baseball']['bat_error_mm']['max'] < 10.0
+    assert 'DOF' in style.table(results)
