@@ -24,6 +24,8 @@ setup(
         ('share/' + package_name, ['package.xml']),
         share_files('launch', '*.launch.py'),
         share_files('config', '*.yaml'),
+        share_files('config/robots', '*.yaml'),
+        share_files('config/motions', '*.yaml'),
         share_files('urdf', '*.urdf'),
         share_files('security', '*.xml'),
     ],
@@ -39,6 +41,7 @@ setup(
             'ik_control = ik_control.cli:main',
             'ik_controller = ik_control.ros.ik_controller_node:main',
             'sim_robot = ik_control.ros.sim_robot_node:main',
+            'jt_rrt_planner = ik_control.ros.jt_rrt_planner_node:main',
         ],
     },
 )

@@ -17,3 +17,5 @@ def compiled_kernels():
     controller = ResolvedRateController(model)
     controller.set_joint_state(model.joint_names, robots.ready_pose('wam'), 0.0)
     controller.update(0.0)
+    from ik_control.ros.cdr import TrajectoryReader
+    TrajectoryReader()  # its construction compiles the trajectory writer's kernel too

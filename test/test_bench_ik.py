@@ -14,7 +14,8 @@ import pinocchio as pin
 import pytest
 
 # Few peer samples: the peers are slow (ikpy ~20 ms a solve) and only need to run.
-PEER_SAMPLES = {'kdl': 40, 'pink': 20, 'ikpy': 5}
+PEER_SAMPLES = {'kdl': 40, 'pink': 20, 'ikpy': 5, 'trac_ik-distance': 10, 'rtb-lm': 50,
+                'rtb-nr': 50}
 
 
 def _reference_errors(urdf, base, tip, joint_names, q, target):
@@ -136,6 +137,70 @@ def test_bench_ik_command_prints_json(tmp_path):
     assert (tmp_path / 'ik.png').exists()
 
 
+def test_bench_ik_takes_any_urdf_and_chain(tmp_path):
+    """An arm with continuous joints by --urdf/--base/--tip, TRAC-IK and rtb beside ours."""
+    arm = bench_ik.EXAMPLE_ARMS['kinova']
+    urdf = bench_ik.example_robot_urdf(arm[0])
+    out = subprocess.run([sys.executable, '-m', 'ik_control.cli', 'bench', 'ik', '--urdf', urdf,
+                          '--base', arm[1], '--tip', arm[2], '--samples', '30',
+                          '--solvers', 'ik_control,trac_ik-speed,rtb-lm', '--json',
+                          '--output-dir', str(tmp_path)],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    entry = json.loads(out.stdout)['robots']['kinova']
+    assert entry['joints'] == [f'j2s6s200_joint_{i}' for i in range(1, 7)]
+    assert entry['continuous_joints'] == ['j2s6s200_joint_1', 'j2s6s200_joint_4',
+                                          'j2s6s200_joint_6']
+    for solver in ('ik_control', 'trac_ik-speed', 'rtb-lm'):
+        assert entry['solvers'][solver]['available'], entry['solvers'][solver]
+    assert entry['solvers']['ik_control']['rate'] == 100.0
+    trac_ik = entry['solvers']['trac_ik-speed']
+    assert trac_ik['own_rate'] is not None and trac_ik['own_rate'] >= trac_ik['rate']
+
+
+def test_robots_file_lists_arms_and_refuses_bad_entries(tmp_path):
+    arm = bench_ik.EXAMPLE_ARMS['pr2']
+    good = tmp_path / 'robots.yaml'
+    good.write_text(f"- {{name: pr2_right, urdf: '{bench_ik.example_robot_urdf(arm[0])}', "
+                    f'base: {arm[1]}, tip: {arm[2]}}}\n')
+    robots = bench_ik.read_robots_file(str(good))
+    assert [r.name for r in robots] == ['pr2_right'] and robots[0].joints is None
+    model = bench_ik.load_model(robots[0])
+    assert model.joint_names[0] == 'torso_lift_joint' and model.kind[0] == 1   # prismatic
+    for text, message in (('{urdf: x}', 'must hold a list'),
+                          ('- {urdf: missing.urdf, base: a, tip: b}', 'does not exist'),
+                          (f"- {{urdf: '{robots[0].urdf}', base: a}}", 'needs a tip'),
+                          (f"- {{urdf: '{robots[0].urdf}', base: a, tip: b, speed: 1}}",
+                           'unknown keys')):
+        bad = tmp_path / 'bad.yaml'
+        bad.write_text(text)
+        with pytest.raises(InputError, match=message):
+            bench_ik.read_robots_file(str(bad))
+
+
+@pytest.mark.parametrize('name', ['panda', 'simon_right_arm'])
+def test_trac_ik_gets_the_model_limits_and_agrees_with_its_kinematics(name):
+    """
+    The Panda's limits read by KDL's parser are zero: the bench sets them from the model.
+
+    SIMON's torso joints, locked on the chain, are fixed in the URDF TRAC-IK reads.
+    """
+    pytest.importorskip('pytracik')
+    robot = bench_ik.bench_robot(name)
+    model = bench_ik.load_model(robot)
+    ctx = bench_ik.Context(robot, model, 1e-5, 0.005, bench_ik.CLOCKS['cpu'], 0,
+                           model.frame_placements(model.center + 0.1)[0])
+    solve = bench_ik.FACTORIES['trac_ik-speed'](ctx)
+    _, targets = bench_ik.make_targets(model, 20, 3)
+    solved = 0
+    for target in targets:
+        q, own = solve(target)
+        if own:
+            assert np.all(q >= model.lower - 1e-9) and np.all(q <= model.upper + 1e-9)
+            solved += bench_ik.reaches(model, q, target, 1e-5)
+    assert solved >= 15
+
+
 def test_report_writes_the_page_from_the_saved_results(tmp_path, results):
     out_dir = tmp_path / 'bench_results'
     out_dir.mkdir()
@@ -152,6 +217,14 @@ def test_report_writes_the_page_from_the_saved_results(tmp_path, results):
     assert (tmp_path / 'docs' / 'ik.png').exists()
     assert 'loop 1 kHz: 0.1 ms' in page
     assert 'No `step.json` yet: run `ik_control bench step`.' in page
+    assert '- wam: goal met' in page or '- wam: goal NOT met' in page
+    # without loop.json the next report keeps the loop section of this one, marked as kept
+    (out_dir / 'loop.json').unlink()
+    page = open(report.write(str(out_dir), str(tmp_path / 'docs')), encoding='utf-8').read()
+    loop = page.split('## Control loop')[1].split('## ')[0]
+    assert 'loop 1 kHz: 0.1 ms' in loop and loop.count('Kept from the previous report') == 1
+    page = open(report.write(str(out_dir), str(tmp_path / 'docs')), encoding='utf-8').read()
+    assert page.count('Kept from the previous report') == 1 and page.count('loop 1 kHz') == 1
 
 
 # ------------------------------------------------------------------ the solver measured

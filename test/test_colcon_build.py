@@ -7,6 +7,10 @@ without ``--symlink-install``. The install tree must hold what ``ros2 run``,
 ``ros2 launch`` and the ament index look for: the console scripts in
 ``lib/ik_control``, ``package.xml``, the ament resource marker, and every
 launch, config and URDF file of the source tree under ``share/ik_control``.
+
+The interface package nested in the repository, ``ik_control_interfaces``, is built
+beside it with the README's workspace command (colcon does not look inside a package
+for another, so its path is named), and its action imports from the install space.
 """
 
 import configparser
@@ -19,6 +23,7 @@ import sys
 import pytest
 
 PACKAGE = 'ik_control'
+INTERFACES = 'ik_control_interfaces'
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = {'launch': '*.launch.py', 'config': '*.yaml', 'urdf': '*.urdf'}
 SKIP_AT_ROOT = {'build', 'install', 'log', 'venv', 'bench_results'}
@@ -100,3 +105,37 @@ def test_colcon_build_install_tree(workspace, symlink):
         site = glob.glob(str(prefix / 'lib' / 'python3*' / 'site-packages' / PACKAGE))
         assert site, 'no %s package in the install tree' % PACKAGE
         assert _python_files(site[0]) == _python_files(os.path.join(ROOT, PACKAGE))
+
+
+def test_colcon_builds_both_packages(workspace):
+    """The README's workspace steps: both packages build, the action imports from install."""
+    base = workspace / 'both'
+    # without a sourced ROS installation, the wheels of the venv are the underlay
+    prefix = os.environ.get('AMENT_PREFIX_PATH') or sys.prefix
+    env = dict(os.environ, COLCON_HOME=str(workspace / 'colcon_home'),
+               PYTHONDONTWRITEBYTECODE='1', AMENT_PREFIX_PATH=prefix,
+               CMAKE_PREFIX_PATH=os.environ.get('CMAKE_PREFIX_PATH') or prefix,
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    cmd = [_colcon(), '--log-base', str(base / 'log'), 'build',
+           '--base-paths', 'src', 'src/%s/%s' % (PACKAGE, INTERFACES),
+           '--build-base', str(base / 'build'), '--install-base', str(base / 'install'),
+           '--cmake-args', '-DBUILD_TESTING=OFF']
+    proc = subprocess.run(cmd, cwd=str(workspace), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    for name in (PACKAGE, INTERFACES):
+        assert 'Finished <<< %s' % name in proc.stdout, proc.stdout[-5000:]
+    # ik_control's package.xml names the interfaces: colcon orders and sources them first
+    deps = (base / 'install' / PACKAGE / 'share' / 'colcon-core' / 'packages' / PACKAGE)
+    assert INTERFACES in deps.read_text().split(':')
+    check = ('import ik_control_interfaces; print(ik_control_interfaces.__file__); '
+             'from ik_control_interfaces.action import MoveToPose; '
+             'print(MoveToPose.Result.SUCCEEDED, MoveToPose.Goal().end_effectors)')
+    proc = subprocess.run(['sh', '-c', '. "$0/setup.sh" && exec "$1" -c "$2"',
+                           str(base / 'install'), sys.executable, check],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    lines = proc.stdout.split('\n')
+    assert lines[0].startswith(str(base / 'install' / INTERFACES)), proc.stdout
+    assert lines[1] == '0 []', proc.stdout

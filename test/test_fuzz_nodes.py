@@ -16,6 +16,7 @@ import re
 import xml.etree.ElementTree as ElementTree
 
 from ik_control import robots
+from ik_control.ros.move_to_pose_server import load_action_type
 import pytest
 from ros_helpers import domain_id, REPO_ROOT
 
@@ -23,6 +24,8 @@ POLICY = os.path.join(REPO_ROOT, 'security', 'ik_control_policy.xml')
 DOC = os.path.join(REPO_ROOT, 'docs', 'security.md')
 OPTIONAL = {'/clock', '/tf', '/tf_static'}  # only with use_sim_time, or tf2 lookups
 STARTUP = 120.0
+ACTION_SERVICES = ('send_goal', 'cancel_goal', 'get_result')
+ACTION_TOPICS = ('feedback', 'status')
 NAME = re.compile(r'^(~/|/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$')
 
 
@@ -86,7 +89,8 @@ def test_the_policy_has_the_sros2_structure():
             for group in profile:
                 assert group.tag in ('topics', 'services', 'actions')
                 permissions = {'topics': ('publish', 'subscribe'),
-                               'services': ('reply', 'request')}[group.tag]
+                               'services': ('reply', 'request'),
+                               'actions': ('call', 'execute')}[group.tag]
                 assert set(group.attrib) <= set(permissions) and group.attrib
                 assert set(group.attrib.values()) <= {'ALLOW', 'DENY'}
                 assert len(group) > 0
@@ -105,6 +109,12 @@ def test_the_policy_names_the_effectors_of_every_bundled_robot():
             for user in ('ik_control_operator', 'ik_control_admin'):
                 assert f'ik_controller/{ee}/target_pose' in _rules(_profile(user), 'topics',
                                                                    'publish')
+
+
+def test_operators_may_send_move_to_pose_goals():
+    assert _rules(_profile('ik_controller'), 'actions', 'execute') == {'~/move_to_pose'}
+    for user in ('ik_control_operator', 'ik_control_admin'):
+        assert _rules(_profile(user), 'actions', 'call') == {'ik_controller/move_to_pose'}
 
 
 def test_only_the_admin_may_change_parameters():
@@ -154,9 +164,16 @@ def _expected(node, ns, effectors):
             resolved = _resolve(name, ns, node)
             out.add(remap.get(resolved, resolved))
         return out
-    return {'subscriptions': names('topics', 'subscribe'),
-            'publications': names('topics', 'publish'),
-            'services': names('services', 'reply')}
+    expected = {'subscriptions': names('topics', 'subscribe'),
+                'publications': names('topics', 'publish'),
+                'services': names('services', 'reply')}
+    # an action server is three services and two topics in the graph (where the node
+    # serves it: ik_controller without ik_control_interfaces has none)
+    if load_action_type() is not None:
+        for action in names('actions', 'execute'):
+            expected['services'] |= {f'{action}/_action/{s}' for s in ACTION_SERVICES}
+            expected['publications'] |= {f'{action}/_action/{t}' for t in ACTION_TOPICS}
+    return expected
 
 
 def _graph(probe, node, ns):
@@ -188,7 +205,7 @@ def test_nodes_have_exactly_the_documented_and_allowed_interfaces(pair, node):
         doc = stream.read()
     profile = _profile(node)
     for kind, permission in (('topics', 'subscribe'), ('topics', 'publish'),
-                             ('services', 'reply')):
+                             ('services', 'reply'), ('actions', 'execute')):
         for name in _rules(profile, kind, permission):
             shown = re.sub(r'^~/(tool|right_hand|left_hand)/', '~/E/', name)
             assert f'`{shown}`' in doc, name

@@ -3,6 +3,7 @@
 import signal
 import time
 
+from command_checks import assert_window_within_limits
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
@@ -201,8 +202,13 @@ def test_wam_out_of_reach_goal_leaves_a_still_stretched_arm_inside_limits(wam):
 
 
 def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
-    wam.send_pose('tool', _reachable_targets(wam.model, robots.ready_pose('wam'), 0.0)[0])
+    target = _reachable_targets(wam.model, robots.ready_pose('wam'), 0.0)[0]
+    wam.send_pose('tool', target)
     wam.wait_goal('tool')
+    # the robot itself there and at rest (the arm may come from far: the test before
+    # leaves it stretched)
+    assert wam.ctx.spin_until(lambda: _pose_errors(wam.model, wam.q(), [target])[0][0] < 1e-3
+                              and np.max(np.abs(wam.states.last.velocity)) < 1e-3, 15.0)
     speed = 0.05
     msg = TwistStamped()
     msg.header.frame_id = 'wam_base'
@@ -220,7 +226,9 @@ def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
             q = np.array([m.position[m.name.index(n)] for n in wam.model.joint_names])
             stamps.append(t)
             points.append(wam.model.frame_placements(q)[0, :3, 3])
-    assert len(stamps) > 50
+    # a straight-line fit over 0.8 s: some tens of samples are plenty (the test process
+    # may miss states while busy; the robot's own stamps time the ones it has)
+    assert len(stamps) > 20
     velocity = np.polyfit(stamps, np.array(points), 1)[0]
     assert velocity[1] == pytest.approx(speed, rel=0.15)
     assert abs(velocity[0]) < 0.2 * speed and abs(velocity[2]) < 0.2 * speed
@@ -383,20 +391,23 @@ def test_wam_stops_when_the_robot_shuts_down_and_resumes_without_a_jump(own_wam)
     wam.sim.proc.send_signal(signal.SIGINT)  # the robot shuts down and falls silent
     wam.ctx.spin_for(1.5)
     assert wam.sim.stop() == 0
-    stops = [(t, m) for t, m in arrivals if len(m.points) > 1]
-    assert len(stops) == 1
-    t_stop, stop = stops[0]
-    # the stop comes within joint_state_timeout (0.1 s) plus a tick, plus delivery slack
-    delay = 1e-9 * (t_stop - max(state_times))
+    t_stop, stop = arrivals[-1]  # the stop: the last command until states return
+    last_state = max(state_times)
+    # it comes after joint_state_timeout (0.1 s), within a tick plus delivery slack; the
+    # commands before it were sent while the states were fresh
+    delay = 1e-9 * (t_stop - last_state)
     print(f'stop trajectory {delay * 1e3:.0f} ms after the last joint_states')
-    assert delay < 0.1 + 0.002 + 0.05, wam.ctl.stderr[-3000:]
-    assert arrivals[-1][1] is stop  # then nothing more is commanded
-    assert np.max(np.abs(stop.points[-1].velocities)) == 0.0
-    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in stop.points]
+    assert 0.1 <= delay < 0.1 + 0.002 + 0.05, wam.ctl.stderr[-3000:]
+    assert 1e-9 * (arrivals[-2][0] - last_state) < 0.1 + 0.002
+    # it brakes from the path at its stamp to rest, within the limits
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                      for p in stop.points])
+    q = np.array([p.positions for p in stop.points])
     v = np.array([p.velocities for p in stop.points])
-    v0 = np.array(arrivals[-2][1].points[0].velocities)
-    accel = np.abs(np.diff(np.vstack([v0, v]), axis=0)) / np.diff([0.0] + times)[:, None]
-    assert np.all(accel <= 10.0 + 1e-6)  # braking within limits.max_acceleration
+    assert_window_within_limits(wam.model.lower, wam.model.upper, wam.model.velocity_limit,
+                                10.0, (times, q, v))  # limits.max_acceleration
+    assert np.all(np.diff(np.abs(v), axis=0) <= 1e-12)  # every joint slows down
+    assert times[-1] <= np.max(np.abs(v[0])) / 10.0 + 1e-6
     status = wam.diagnostic(lambda s: 'STALE_STATE' in _value(s, 'status_codes'))
     assert status.level == LEVEL_ERROR
     # the robot comes back where it stopped: commands resume from there, at rest

@@ -482,7 +482,8 @@ def test_robot_setup_matches_robots_module(robot, params):
     assert sim['joints'] == list(setup.joints)
     assert sim['initial_positions'] == list(setup.ready)
     assert sim['backend'] == 'kinematic'
-    assert sim['trajectory_topic'] == ctrl['output_topic']
+    assert sim['command_interface'] == ctrl['command_interface']
+    assert sim['command_topic'] == ctrl['output_topic']
     with open(repo_path(ROBOTS[robot]['controllers']), encoding='utf-8') as f:
         jtc = yaml.safe_load(f)['joint_trajectory_controller']['ros__parameters']
     assert jtc['joints'] == ctrl['joints'], 'Gazebo JTC and ik_controller joints differ'

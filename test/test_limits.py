@@ -1,5 +1,6 @@
 """Commanded positions, velocities and accelerations stay within limits: properties."""
 
+from command_checks import assert_window_within_limits
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
 from ik_control.control import limits
@@ -29,11 +30,12 @@ def test_one_limited_step_respects_every_limit(seed, dt, margin, scale):
     for _ in range(int(rng.integers(0, 50))):
         limits.limit_velocity(q, v_prev, rng.normal(0, 3, n), lower, upper, margin, v_max,
                               a_max, dt, out)
-        q = q + out * dt
+        limits.integrate(q.copy(), v_prev, out, dt, q)
         v_prev = out.copy()
     v_des = rng.normal(0, 1, n) * scale
     limits.limit_velocity(q, v_prev, v_des, lower, upper, margin, v_max, a_max, dt, out)
-    q_next = q + out * dt
+    q_next = np.empty(n)
+    limits.integrate(q, v_prev, out, dt, q_next)
     assert np.all(np.isfinite(out))
     assert np.all(np.abs(out) <= v_max * (1 + 1e-9))
     assert np.all(np.abs(out - v_prev) <= a_max * dt * (1 + 1e-9) + 1e-12)
@@ -60,7 +62,7 @@ def _run(model, config, q0, targets, seconds, rng, stale_at=None):
         if command is None:
             continue
         yield controller, command
-        q = command.positions[-1].copy()
+        q = command.at(dt)[0]
 
 
 def _random_targets(model, rng, count):
@@ -80,24 +82,13 @@ def _random_targets(model, rng, count):
 
 
 def _check_commands(model, config, commands):
-    dt = 1.0 / config.rate_hz
     v_max = model.velocity_limit * config.velocity_scale
-    a_max = config.max_acceleration[0]
-    lo = model.lower + config.position_margin - 1e-9
-    hi = model.upper - config.position_margin + 1e-9
-    v_prev = np.zeros(model.nq)
+    lo = model.lower + config.position_margin
+    hi = model.upper - config.position_margin
     count = 0
-    for _, command in commands:
-        times = np.concatenate([[0.0], command.times])
-        for k in range(len(command.times)):
-            q, v = command.positions[k], command.velocities[k]
-            assert np.all(np.isfinite(q)) and np.all(np.isfinite(v))
-            assert np.all(q >= lo) and np.all(q <= hi)
-            assert np.all(np.abs(v) <= v_max * (1 + 1e-9))
-            step = times[k + 1] - times[k] if len(command.times) > 1 else dt
-            assert np.all(np.abs(v - v_prev) <= a_max * step * (1 + 1e-6) + 1e-9)
-            v_prev = v.copy()  # the controller reuses its buffers
-            count += 1
+    for controller, command in commands:
+        assert_window_within_limits(lo, hi, v_max, controller.a_max, command)
+        count += 1
     return count
 
 

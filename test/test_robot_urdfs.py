@@ -478,5 +478,11 @@ def test_ros2_control_blocks_and_controller_yaml(path, system, joints, yaml_file
     assert jtc['joints'] == joints
     assert jtc['command_interfaces'] == ['position']
     assert jtc['state_interfaces'] == ['position', 'velocity']
-    assert jtc['allow_nonzero_velocity_at_trajectory_end'] is True
+    # the streamed windows end at rest: the JTC's default refusal of moving ends holds
+    assert jtc['allow_nonzero_velocity_at_trajectory_end'] is False
     assert jtc['interpolate_from_desired_state'] is True
+    for interface in ('position', 'velocity'):  # command_interface position / velocity
+        name = f'forward_{interface}_controller'
+        assert manager[name]['type'] == 'forward_command_controller/ForwardCommandController'
+        forward = config[name]['ros__parameters']
+        assert forward['joints'] == joints and forward['interface_name'] == interface

@@ -5,7 +5,8 @@ Every ``ik_control bench ...`` saves ``<output-dir>/<name>.json`` (and its plot)
 module reads whichever of ``ik.json``, ``step.json``, ``buss.json`` and ``loop.json`` are
 there, copies their PNG plots next to the page and writes one Markdown page: the machine
 and library versions, then one section per benchmark with its table and plot. A result
-file that is missing gets a line saying which command makes it. ``loop.json`` (the
+file that is missing keeps its section of the existing page (marked as kept), or else
+gets a line saying which command makes it. ``loop.json`` (the
 control-loop benchmark) is shown through its ``table`` text when it has one, else through
 ``ik_control.ros.bench_loop.table`` when that exists, else as its JSON; its plot is
 ``plot`` or ``loop.png``.
@@ -26,7 +27,8 @@ SECTIONS = (('ik', 'Position IK: solve rate and time', 'ik_control bench ik'),
             ('buss', "Buss's tracking experiment", 'ik_control bench buss'))
 PACKAGES = (('numpy', 'numpy'), ('pinocchio', 'pin'), ('numba', 'numba'),
             ('pink', 'pin-pink'), ('daqp', 'daqp'), ('ikpy', 'ikpy'), ('scipy', 'scipy'),
-            ('matplotlib', 'matplotlib'))
+            ('matplotlib', 'matplotlib'), ('pytracik', 'pytracik'),
+            ('roboticstoolbox', 'roboticstoolbox-python'))
 
 
 def cpu_model():
@@ -118,10 +120,19 @@ def ik_section(data):
             name = f'**{solver}**' if solver == 'ik_control' else solver
             rows.append((f"{robot} ({entry['base']} -> {entry['tip']})", name, r['samples'],
                          f"{r['rate']:.2f} %", f"{r['mean_ms']:.3f}", f"{r['median_ms']:.3f}",
-                         f"{r['p99_ms']:.3f}", f"{r['rate_any_time']:.2f} %"))
+                         f"{r['p99_ms']:.3f}", f"{r['rate_any_time']:.2f} %",
+                         '' if r.get('own_rate') is None else f"{r['own_rate']:.2f} %",
+                         '' if r.get('mean_wall_ms') is None else f"{r['mean_wall_ms']:.3f}"))
     lines += _md_table(('robot (base -> tip)', 'solver', 'samples', 'solved', 'mean ms',
-                        'median ms', 'p99 ms', 'any time'), rows)
+                        'median ms', 'p99 ms', 'any time', 'own flag', 'wall ms'), rows)
     lines.append('')
+    lines.append("'Own flag': the solver's own success flag (TRAC-IK's return code >= 0, "
+                 "Robotics Toolbox's success), next to 'solved', the common check; 'wall ms': "
+                 'mean wall-clock time (TRAC-IK runs two threads, so its CPU time can exceed '
+                 'it).')
+    lines.append('')
+    from ik_control.bench.ik import goal_lines
+    lines += [f'- {line}' for line in goal_lines(data)]
     lines += unavailable
     for robot, published in data.get('trac_ik_published', {}).items():
         if robot in data['robots']:
@@ -157,23 +168,37 @@ def step_section(data):
 
 
 def buss_section(data):
-    """Return Markdown lines for ``buss.json``: the laws' tracking figures and checks."""
+    """Return Markdown lines for ``buss.json``: the laws' tracking figures and findings."""
     lines = []
+    head = ('law', 'lambda m', 'mean error m', 'RMS error m', 'worst error m',
+            'mean in reach m', 'joint jumps', 'oscillation out of reach rad', 'us/update',
+            'Buss us (published)')
     for shape, entry in data['shapes'].items():
         lines.append(f"{shape}: {entry['joints']} joints, {entry['effectors']} effectors, "
-                     f"targets out of reach {100 * entry['out_of_reach_fraction']:.0f} % of "
-                     'steps')
+                     f"D_max {entry.get('d_max', 0):.2f} m, targets out of reach "
+                     f"{100 * entry['out_of_reach_fraction']:.0f} % of steps")
         lines.append('')
+        published = data.get('published_us', {}).get(shape, {})
+        groups = [('', entry['laws'])]
+        if entry.get('jumping'):
+            groups.append(('jumping targets: ', entry['jumping']['laws']))
         rows = []
-        for law, r in entry['laws'].items():
-            lam = '' if r['damping'] is None else f"{r['damping']:.2f}"
-            rows.append((law, lam, f"{r['mean_error']:.4f}", f"{r['max_error']:.3f}",
-                         f"{r['oscillation']:.5f}", f"{r['us_per_update']:.2f}"))
-        lines += _md_table(('law', 'lambda m', 'mean error m', 'max error m',
-                            'oscillation rad', 'us/update'), rows)
+        for prefix, laws in groups:
+            for law, r in laws.items():
+                lam = '' if r['damping'] is None else f"{r['damping']:.2f}"
+                in_reach = r.get('mean_error_in_reach')
+                buss = published.get(law) if not prefix else None
+                rows.append((prefix + law, lam, f"{r['mean_error']:.4f}",
+                             f"{r.get('rms_error', float('nan')):.4f}",
+                             f"{r.get('worst_error', float('nan')):.3f}",
+                             '' if in_reach is None else f'{in_reach:.4f}',
+                             str(r.get('jumps', '')), f"{r['oscillation_out_of_reach']:.5f}",
+                             f"{r['us_per_update']:.2f}", '' if buss is None else f'{buss:.1f}'))
+        lines += _md_table(head, rows)
         lines.append('')
     for check in data.get('checks', []):
-        lines.append(f"- [{'x' if check['holds'] else ' '}] {check['claim']}")
+        lines.append(f"- [{'x' if check['holds'] else ' '}] "
+                     f"{'reproduced' if check['holds'] else 'NOT reproduced'}: {check['claim']}")
     return lines
 
 
@@ -200,8 +225,41 @@ RENDERERS = {'ik': ik_section, 'step': step_section, 'loop': loop_section,
              'buss': buss_section}
 
 
-def render(results, plots, machine):
-    """Return the Markdown page for ``results`` (``{name: data}``) and ``plots``."""
+def page_sections(text):
+    """Return ``{title: body lines}`` of the ``## title`` sections of a Markdown page."""
+    sections, title = {}, None
+    for line in text.splitlines():
+        if line.startswith('## '):
+            title = line[3:].strip()
+            sections[title] = []
+        elif title is not None:
+            sections[title].append(line)
+    return sections
+
+
+def _kept_body(body):
+    """Return a previous section's lines without its kept-note, or [] if it had no figures."""
+    body = list(body)
+    for _ in range(2):
+        while body and not body[0].strip():
+            body.pop(0)
+        if body and body[0].startswith('(Kept from the previous report'):
+            body.pop(0)
+    while body and not body[-1].strip():
+        body.pop()
+    if not body or body[0].startswith('No `'):
+        return []
+    return body
+
+
+def render(results, plots, machine, kept=None):
+    """
+    Return the Markdown page for ``results`` (``{name: data}``) and ``plots``.
+
+    ``kept`` (``{title: body lines}``, from the previous page) supplies the sections of
+    benchmarks without a result file, marked as kept.
+    """
+    kept = kept or {}
     lines = ['# Performance', '',
              '<!-- Generated by `ik_control bench report`; edit the benchmarks, not this '
              'file. -->', '',
@@ -217,6 +275,11 @@ def render(results, plots, machine):
     for name, title, command in SECTIONS:
         lines += [f'## {title}', '']
         data = results.get(name)
+        body = _kept_body(kept.get(title, []))
+        if data is None and body:
+            lines += [f'(Kept from the previous report: no `{name}.json` this time.)', '']
+            lines += body + ['']
+            continue
         if data is None:
             lines += [f'No `{name}.json` yet: run `{command}`.', '']
             continue
@@ -237,12 +300,20 @@ def render(results, plots, machine):
 
 
 def write(output_dir='bench_results', docs_dir='docs'):
-    """Write ``<docs_dir>/performance.md`` (and copy the plots); return its path."""
+    """
+    Write ``<docs_dir>/performance.md`` (and copy the plots); return its path.
+
+    A benchmark without a result file keeps its section of the existing page, if any.
+    """
     os.makedirs(docs_dir, exist_ok=True)
     results = load_results(output_dir)
     plots = {name: _copy_plot(name, data, output_dir, docs_dir) for name, data in results.items()}
-    page = render(results, plots, machine_info())
     path = os.path.join(docs_dir, 'performance.md')
+    kept = {}
+    if os.path.exists(path):
+        with open(path, encoding='utf-8') as stream:
+            kept = page_sections(stream.read())
+    page = render(results, plots, machine_info(), kept)
     with open(path, 'w', encoding='utf-8') as stream:
         stream.write(page)
     return path

@@ -4,9 +4,13 @@ The resolved-motion-rate controller: latest state and goals -> one limited joint
 Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i)):
 
 1. the commanded state ``(q_c, v_c)`` is the integration origin, not the noisy measured
-   one, while the two agree within ``reseed_tolerance``; when a fresh measurement differs
-   by more, the controller re-seeds its position from it (``RESEEDED``), keeping its
-   velocity so the acceleration limit holds;
+   one, while the two agree within ``reseed_tolerance``. Measured states the robot cannot
+   have produced (outside the limits, or faster than its joints) are refused
+   (:mod:`~ik_control.control.robot_link`). When a believed measurement differs from the
+   committed path by more, the controller re-seeds (``RESEEDED``, link state
+   ``JOINING``): the path goes on from where it is and is steered to the measurement
+   within the velocity and acceleration limits, never jumping to it; goals resume once
+   it is there;
 2. each end effector has a goal: a pose (``set_pose_target``), a twist (``set_twist_target``,
    SAM's joystick mode: a virtual target integrated at the commanded twist, with
    feed-forward, decelerating to rest after ``twist_timeout``), or, without either, the pose
@@ -20,7 +24,13 @@ Without joint states for ``joint_state_timeout`` the controller stops commanding
 its last command is a stop trajectory that brakes every joint at its acceleration limit
 from the commanded state (``q(t) = q + v t - a sign(v) t^2 / 2`` until ``t = |v| / a``),
 then it commands nothing until states return (``STALE_STATE``); it resumes from the
-measured state, at rest.
+measured state, at rest (the robot is there: its command stream had stopped).
+
+Every goal ends (:mod:`~ik_control.control.goal_state`): reached, replaced, or
+unreachable when its error has not fallen by ``PROGRESS_FRACTION`` of itself for
+``unreachable_time`` (scale-free: a goal 10 m or 1e12 m away ends as surely as one 1 cm
+beyond reach, while the arm still creeps). ``hold`` pauses the goals, ``resume``
+continues them. Transitions are queued as events (:meth:`drain_events`).
 
 Times come from the caller's clock (the node's: system or simulated time). When it jumps
 backward (a simulation reset, a looping bag, a clock step), every time the controller
@@ -30,11 +40,17 @@ it arrived, and a state is still stale ``joint_state_timeout`` after it came. A 
 jump is time that passed: twists time out, the state may go stale (the arm stops).
 """
 
+from collections import deque
 from dataclasses import dataclass, field, replace
 import math
 from typing import NamedTuple
 
 from ik_control.control import limits as limits_mod
+from ik_control.control.command_window import CommandWindow, sample_points
+from ik_control.control.goal_state import Event, GoalState
+from ik_control.control.joint_goal import JointGoal
+from ik_control.control.robot_link import (CONFIRM_SAMPLES, JOIN_DONE, join_velocity,
+                                           LinkState, PlausibilityFilter)
 from ik_control.control.status import Status
 from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
@@ -44,13 +60,24 @@ from numba import njit
 import numpy as np
 
 MODE_HOLD, MODE_POSE, MODE_TWIST = 0, 1, 2
-STOP_SAMPLE_PERIOD = 0.01  # spacing of the points of a stop trajectory [s]
-UNREACHABLE_PROGRESS = 1e-3  # error decrease that counts as progress to a goal [m]
-GOAL_SPEED = 0.05  # joint speed below which a goal within tolerance counts as reached [rad/s]
+# fall of the goal error, as a fraction of itself, that counts as progress to a goal;
+# errors are measured in tolerances (position / goal_position_tolerance plus rotation /
+# goal_orientation_tolerance), so the rule has no length scale [-]
+PROGRESS_FRACTION = 0.01
+# joint speed, over the whole command window (now to max_expected_latency ahead), below
+# which a goal within tolerance counts as reached: the robot, which follows the window, is
+# then within GOAL_SPEED * max_expected_latency of the commanded pose [rad/s]
+GOAL_SPEED = 0.01
 STILL_SPEED = 0.01  # joint speed below which the arm counts as at rest [rad/s]
+# a goal without progress is declared unreachable once the arm is at rest, or after this
+# many unreachable_time without progress whatever the arm does (it may creep for ever
+# along a singular direction) [-]
+CREEP_PERIODS = 4.0
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
-STATE_LIMIT_TOLERANCE = 0.1  # measured positions further outside the limits are refused
+# measured positions further outside the URDF limits are refused: a drive's overshoot
+# and sensor noise, not a sample 0.05 rad past the limit [rad or m]
+STATE_LIMIT_TOLERANCE = 0.02
 MAX_TWIST = 1e3  # twist components beyond this are refused as malformed [m/s, rad/s]
 RIGID_TOLERANCE = 1e-6  # |R^T R - I| and |det R - 1| accepted in a target matrix
 
@@ -80,9 +107,12 @@ def _goal_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, be
     Goal bookkeeping of one tick (:meth:`ResolvedRateController._goal_bookkeeping`).
 
     Sets ``goal_reached`` (within tolerance, a pose goal, not parked, every joint slower
-    than ``GOAL_SPEED``), records progress in ``best_error``/``best_time`` and marks in
-    ``stuck`` the pose goals without progress for ``unreachable_time``. Returns True when
-    some are stuck and the arm is at rest (every joint slower than ``STILL_SPEED``).
+    than ``GOAL_SPEED`` at every point of ``v_cmd``, the command window's velocities),
+    records progress in ``best_error``/``best_time`` -- the error ``e = err_p / tol_p +
+    err_r / tol_r`` counts as progress when ``e < (1 - PROGRESS_FRACTION) best_error`` --
+    and marks in ``stuck`` the pose goals without progress for ``unreachable_time``
+    and either the arm at rest (every joint slower than ``STILL_SPEED``) or no progress
+    for ``CREEP_PERIODS`` times as long. Returns True when some are stuck.
     """
     speed = 0.0
     for j in range(v_cmd.size):
@@ -93,20 +123,32 @@ def _goal_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, be
         close = err_p[i] <= tol_p and err_r[i] <= tol_r
         pose = mode[i] == MODE_POSE
         goal_reached[i] = close and pose and not parked[i] and settled
-        if err_p[i] < best_error[i] - UNREACHABLE_PROGRESS:
-            best_error[i] = err_p[i]
+        e = err_p[i] / tol_p + err_r[i] / tol_r
+        if e < (1.0 - PROGRESS_FRACTION) * best_error[i]:
+            best_error[i] = e
             best_time[i] = now
-        stuck[i] = pose and not close and not parked[i] and now - best_time[i] >= unreachable_time
+        idle = now - best_time[i]
+        stuck[i] = (pose and not close and not parked[i] and idle >= unreachable_time
+                    and (speed < STILL_SPEED or idle >= CREEP_PERIODS * unreachable_time))
         any_stuck = any_stuck or stuck[i]
-    return any_stuck and speed < STILL_SPEED
+    return any_stuck
 
 
 class Command(NamedTuple):
-    """Joint command: positions and velocities (k, n) at ``times`` (k,) [s] from now."""
+    """
+    Joint command: positions and velocities (k, n) at ``times`` (k,) [s] from now.
+
+    A window of the committed path (:mod:`ik_control.control.command_window`): point 0 at
+    ``times[0] == 0`` is the path now, the last point is at rest.
+    """
 
     times: np.ndarray
     positions: np.ndarray
     velocities: np.ndarray
+
+    def at(self, t):
+        """Position and velocity ``t`` [s] from now, as a trajectory controller samples it."""
+        return sample_points(self.times, self.positions, self.velocities, t)
 
 
 @dataclass
@@ -114,6 +156,7 @@ class ControllerConfig:
     """Controller parameters; units in brackets (the ROS parameters of the same names)."""
 
     rate_hz: float = 500.0                  # control rate [Hz]
+    max_expected_latency: float = 0.02      # commands lead the clock by this much [s]
     gain: float = 10.0                      # convergence rate K [1/s]
     joint_state_timeout: float = 0.1        # stale joint_states after [s]
     twist_timeout: float = 0.2              # velocity command valid for [s]
@@ -124,7 +167,7 @@ class ControllerConfig:
     max_acceleration: tuple = (10.0,)       # one value or one per joint [rad/s^2]
     goal_position_tolerance: float = 1e-3   # goal reached within [m]
     goal_orientation_tolerance: float = 1e-2  # goal reached within [rad]
-    unreachable_time: float = 0.5           # far from target and still this long [s]
+    unreachable_time: float = 0.5           # no progress to a goal for this long [s]
     obstacle_influence: float = 0.1         # clearance below which obstacles repel [m]
     obstacle_gain: float = 5.0              # escape speed per metre inside it [1/s]
     link_radius: float = 0.05               # radius of the arm's capsules [m]
@@ -140,7 +183,8 @@ class ControllerConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f'{name} must be a finite number > 0, got {value!r}')
-        for name in ('obstacle_influence', 'obstacle_gain', 'link_radius'):
+        for name in ('obstacle_influence', 'obstacle_gain', 'link_radius',
+                     'max_expected_latency'):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InputError(f'{name} must be a finite number >= 0, got {value!r}')
@@ -178,7 +222,11 @@ class ResolvedRateController:
         self.v_cmd = np.zeros(n)
         self._v_des = np.zeros(n)
         self._v_out = np.zeros(n)
-        self._command = Command(np.array([self.dt]), self.q_cmd[None, :], self.v_cmd[None, :])
+        self._q_next = np.zeros(n)
+        self.path = CommandWindow(model.lower, model.upper,
+                                  capacity=int(2 * (self.lead + 0.25) * self.config.rate_hz)
+                                  + 64)
+        self.state_stamp = -math.inf  # robot time of the measured state [s]
         self.initialized = False
         self.mode = np.zeros(ne, dtype=np.int64)
         self.targets = np.tile(np.eye(4), (ne, 1, 1))   # goal or virtual target per effector
@@ -190,15 +238,24 @@ class ResolvedRateController:
         self._stuck = np.zeros(ne, dtype=bool)
         self.status = _NO_STATE
         self.holding = False
+        self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
         self._last_tick = -math.inf
         self._reseed_time = -math.inf
         self._best_error = np.full(ne, math.inf)
         self._best_time = np.full(ne, math.inf)
         self._clock = -math.inf  # latest time seen, to notice backward clock jumps
-        self._stale = False  # joint states went stale: resume from the next measured state
         self.last_refusal = ''
         self.reseeds = 0
+        self.implausible_states = 0  # measured states refused as impossible motion
+        self.link = LinkState.NO_STATE
+        self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
+        self.plausibility = PlausibilityFilter(model.velocity_limit)
+        self.goal_state = np.full(ne, int(GoalState.NONE), dtype=np.int64)
+        self.goal_ids = np.zeros(ne, dtype=np.int64)  # count of goals per effector
+        self._reached_before = np.zeros(ne, dtype=bool)
+        self._at_bound = False  # JOINT_BOUND at the last tick
+        self.events = deque(maxlen=256)  # transitions for the node to log
         self._name_cache = (None, None)
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
         self._compile()
@@ -216,7 +273,8 @@ class ResolvedRateController:
         limits_mod.limit_velocity(q, self.v_cmd, self._v_des, self.model.lower,
                                   self.model.upper, 0.0, self.v_max, self.a_max, self.dt,
                                   self._v_out)
-        _goal_kernel(self.solver.err_pos, self.solver.err_rot, 0.0, 0.0, self.mode,
+        limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
+        _goal_kernel(self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.mode,
                      self.parked, self.v_cmd, self._best_error.copy(), self._best_time.copy(),
                      0.0, 1.0, self.goal_reached.copy(), self._stuck)
         self.solver.reset_targets()
@@ -249,6 +307,7 @@ class ResolvedRateController:
         self.v_max = v_max
         self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
         self.dt = 1.0 / config.rate_hz
+        self.lead = max(config.max_expected_latency, self.dt)
         self._state_lo = model.lower - STATE_LIMIT_TOLERANCE
         self._state_hi = model.upper + STATE_LIMIT_TOLERANCE
         self.config = config
@@ -264,6 +323,10 @@ class ResolvedRateController:
             self._reseed_time += jump
             self.twist_time += jump
             self._best_time += jump
+            self.state_stamp += jump
+            self.plausibility.shift(jump)
+            if not self.path.empty:
+                self.path.shift(jump)
         self._clock = now
 
     def refuse(self, now, reason):
@@ -272,14 +335,22 @@ class ResolvedRateController:
         self._bad_input_time = now
         self.last_refusal = reason
 
-    def set_joint_state(self, names, positions, now):
+    def set_joint_state(self, names, positions, now, stamp=None):
         """
         Latest measured joint positions by name (any order; extra joints ignored).
+
+        ``stamp`` [s] is when the robot measured them (default ``now``, also when it is
+        more than a second away from ``now``): they are compared with the committed path
+        at that time.
 
         Raises :class:`InputError` for mismatched lengths, duplicate names, missing
         controlled joints, non-finite values or positions more than
         ``STATE_LIMIT_TOLERANCE`` outside the joint limits (a wrong joint mapping or a
         sensor fault: commanding from there would be unsafe); the previous state is kept.
+        A well-formed sample the robot cannot have produced (faster than its joints:
+        :class:`~ik_control.control.robot_link.PlausibilityFilter`) is refused too, as bad
+        input (``BAD_INPUT``, :attr:`last_refusal`, :attr:`implausible_states`), without
+        an exception: returns False. Returns True for a sample taken.
         """
         names = tuple(names)
         if len(names) != len(positions):
@@ -306,9 +377,17 @@ class ResolvedRateController:
                              f'{q[i]:.6g}, more than {STATE_LIMIT_TOLERANCE} outside its '
                              f'limits [{self.model.lower[i]:.6g}, {self.model.upper[i]:.6g}]')
         self._observe_clock(now)
+        measured = now if stamp is None or not abs(now - stamp) < 1.0 else stamp
+        reason = self.plausibility.check(measured, q)
+        if reason:
+            self.implausible_states += 1
+            self.refuse(now, f'joint_states: {reason}')
+            return False
         self.q_meas = q
         self.state_time = now
+        self.state_stamp = measured
         self._fresh = True
+        return True
 
     def end_effector_index(self, frame):
         """Index of end effector ``frame``; :class:`InputError` if it is not one."""
@@ -335,12 +414,27 @@ class ResolvedRateController:
         """
         i = self.end_effector_index(frame)
         T = _rigid_transform(T)
+        self._cancel_joint_goal('a pose goal')
+        self._end_goal(i, frame)
         self.targets[i] = T
         self.mode[i] = MODE_POSE
         self.goal_reached[i] = False
         self.parked[i] = False
         self._best_error[i] = math.inf
         self.solver.reset_targets()
+        self.goal_ids[i] += 1
+        self.goal_state[i] = GoalState.HELD if self.holding else GoalState.ACCEPTED
+        self._event('goal_accepted', 'info',
+                    f"goal {self.goal_ids[i]} for '{frame}' accepted: position "
+                    f'{np.array2string(T[:3, 3], precision=4)} m'
+                    + (' (held until resume)' if self.holding else ''))
+
+    def _end_goal(self, i, frame):
+        """Mark the goal effector ``i`` is pursuing, if any, replaced (a new one came)."""
+        if self.goal_state[i] in (GoalState.ACCEPTED, GoalState.ACTIVE, GoalState.HELD):
+            self.goal_state[i] = GoalState.REPLACED
+            self._event('goal_replaced', 'info',
+                        f"goal {self.goal_ids[i]} for '{frame}' replaced")
 
     def set_twist_target(self, frame, linear, angular, now):
         """
@@ -349,12 +443,17 @@ class ResolvedRateController:
         Components beyond ``MAX_TWIST`` are refused (:class:`InputError`): they are not
         a command any arm could follow, and they would overflow the target integration.
         """
+        self._cancel_joint_goal('a twist goal')
         i = self.end_effector_index(frame)
         v = finite_vector(linear, 3, 'twist linear')
         w = finite_vector(angular, 3, 'twist angular')
         if max(np.max(np.abs(v)), np.max(np.abs(w))) > MAX_TWIST:
             raise InputError(f'twist components must be within {MAX_TWIST:g} m/s and rad/s')
         self._observe_clock(now)
+        if self.mode[i] != MODE_TWIST:
+            self._end_goal(i, frame)
+            self.goal_state[i] = GoalState.TWIST
+            self._event('twist', 'info', f"'{frame}' follows target_twist (velocity mode)")
         if self.mode[i] != MODE_TWIST and self.initialized:
             self.targets[i] = self.solver.frame_T[i]
         self.twist[i, :3] = v
@@ -377,28 +476,97 @@ class ResolvedRateController:
         except ValueError as exc:
             raise InputError(str(exc)) from None
 
+    def set_joint_trajectory(self, names, times, positions, velocities, start):
+        """
+        Follow a joint trajectory (a planner's or the style adapter's) starting at ``start``.
+
+        See :mod:`ik_control.control.joint_goal`: ``times`` [s] from ``start`` [s], positions
+        [rad or m] and optional velocities for every controlled joint, in any order. A pose
+        or twist goal ends it; when it ends the arm holds its last pose. Raises
+        :class:`InputError` for a trajectory that cannot be followed.
+        """
+        goal = JointGoal(self.model, names, times, positions, velocities, start)
+        self._cancel_joint_goal('a new joint trajectory')
+        for i, frame in enumerate(self.model.end_effector_names):
+            self._end_goal(i, frame)  # the plan replaces the Cartesian goals
+        self.joint_goal = goal
+        self._event('trajectory_accepted', 'info',
+                    f'joint trajectory accepted: {len(goal.times)} points, ends in '
+                    f'{goal.end_time - start:.3g} s')
+
+    def _cancel_joint_goal(self, why):
+        if self.joint_goal is not None:
+            self.joint_goal = None
+            self._event('trajectory_replaced', 'info', f'joint trajectory replaced by {why}')
+
+    def stop_goals(self, frames):
+        """
+        End the goals of the effectors ``frames``: each holds its pose at the commanded state.
+
+        What a cancelled action goal leaves: the arm stays where it stopped (a later
+        ``resume`` does not bring those goals back).
+        """
+        if not self.initialized:
+            return
+        self.solver.ws.update(self.q_cmd, jacobian=False)
+        for frame in frames:
+            i = self.end_effector_index(frame)
+            self._end_goal(i, frame)
+            self.targets[i] = self.solver.ws.frame_T[i]
+            self.mode[i] = MODE_HOLD
+            self.twist[i] = 0.0
+            self.parked[i] = False
+            self.goal_reached[i] = False
+        self.solver.reset_targets()
+
     def hold(self):
-        """Freeze at the current pose: decelerate to rest and keep it."""
+        """Pause: decelerate to rest and keep the pose; the goals wait (``HELD``)."""
+        if not self.holding:
+            paused = np.isin(self.goal_state, (GoalState.ACCEPTED, GoalState.ACTIVE))
+            self.goal_state[paused] = GoalState.HELD
+            self._event('hold', 'info', f'holding (~/hold): {int(paused.sum())} goal(s) '
+                        'paused')
         self.holding = True
 
     def resume(self):
-        """Leave hold: goals are followed again from the current pose."""
-        if self.holding and self.initialized:
-            self._hold_current_pose()
+        """
+        Leave hold: the paused goals (and those sent during hold) are followed again.
+
+        Effectors without a goal keep the pose they have now. Progress towards the goals
+        is counted from now (the pause is no lack of progress).
+        """
+        if self.holding:
+            if self.initialized:
+                self.solver.ws.update(self.q_cmd, jacobian=False)
+                idle = self.mode == MODE_HOLD
+                self.targets[idle] = self.solver.ws.frame_T[idle]
+                self.solver.reset_targets()
+            held = self.goal_state == GoalState.HELD
+            self.goal_state[held] = GoalState.ACTIVE
+            self._best_time[:] = self._clock
+            self._event('resume', 'info', f'resumed: {int(held.sum())} goal(s) continue')
         self.holding = False
 
-    # ------------------------------------------------------------------ the tick
-    def _hold_current_pose(self):
-        self.solver.ws.update(self.q_cmd, jacobian=False)
-        self.targets[:] = self.solver.ws.frame_T
-        self.mode[:] = MODE_HOLD
-        self.parked[:] = False
-        self.twist[:] = 0.0
+    def _event(self, kind, level, message):
+        self.events.append(Event(kind, level, message))
 
-    def _initialize(self):
+    def drain_events(self):
+        """Return the transitions since the last call (:class:`Event` list), oldest first."""
+        events = list(self.events)
+        self.events.clear()
+        return events
+
+    # ------------------------------------------------------------------ the tick
+    def _initialize(self, now):
         self.q_cmd[:] = self.q_meas
         self.v_cmd[:] = 0.0
-        self._hold_current_pose()
+        self.path.reset(now, self.q_meas, self.v_cmd, self.a_max, self.config.position_margin)
+        # effectors without a pose goal hold (or integrate twists from) where they are; a
+        # pose goal sent before the first state is kept
+        self.solver.ws.update(self.q_cmd, jacobian=False)
+        idle = self.mode != MODE_POSE
+        self.targets[idle] = self.solver.ws.frame_T[idle]
+        self.solver.reset_targets()
         self.initialized = True
 
     def _advance_twists(self, now):
@@ -438,9 +606,10 @@ class ResolvedRateController:
         """
         Run one control tick at time ``now`` [s]; return the :class:`Command`, or None.
 
-        Normally one point: where the joints should be one tick from now and the velocity
-        there (views that the next tick overwrites); after joint states go stale, once, the
-        stop trajectory; None while there is nothing to command.
+        The tick commits one knot ``lead`` seconds ahead (``q_cmd``, ``v_cmd``) and returns
+        the window of the committed path from ``now`` (module
+        :mod:`~ik_control.control.command_window`); after joint states go stale, once, the
+        path cut short to brake from ``now``; None while there is nothing to command.
         """
         cfg = self.config
         status = _NONE
@@ -452,62 +621,186 @@ class ResolvedRateController:
             return None
         if now - self.state_time > cfg.joint_state_timeout:
             self.status = status | _STALE_STATE
-            self._stale = True
-            if not self.initialized or not np.any(self.v_cmd):
+            stopped = self.link == LinkState.STALE
+            if not stopped:
+                self.link = LinkState.STALE
+                self._event('state_lost', 'warn',
+                            f'joint_states lost (none for {now - self.state_time:.3g} s): '
+                            'stopping the arm')
+            if not self.initialized or stopped:
                 return None
-            return self._stop_trajectory()
-        else:
-            if not self.initialized:
-                self._initialize()
-                self._stale = False
-            elif self._fresh and (self._stale or np.max(np.abs(self.q_meas - self.q_cmd))
-                                  > cfg.reseed_tolerance):
-                # the robot is elsewhere, or states return after a stop: continue from where
-                # it is (the velocity is kept, so the acceleration limit holds; the limiter
-                # then brings it where needed; after a stop it is zero). Within the
-                # tolerance, resuming from the old command would step the arm to it at once.
-                self.q_cmd[:] = self.q_meas
-                self.reseeds += 1
-                self._reseed_time = now
-                self._stale = False
+            return self._stop(now)
+        path = self.path
+        if not self.initialized:
+            self._initialize(now)
+            self._event('state_regained' if self.link == LinkState.STALE else 'state_first',
+                        'info', 'joint_states received: commanding from the measured state')
+            self.link = LinkState.TRACKING
+        elif self.link == LinkState.STALE and not (self._fresh and self._follow_link(now)):
+            # not yet believed elsewhere after the gap: still stopped
             self._fresh = False
-            if self.holding:
-                status |= _HOLDING
-                self._v_des[:] = 0.0
-                self.solver.ws.update(self.q_cmd, jacobian=False)
+            self.status = status | _STALE_STATE
+            return None
+        elif self._fresh:
+            self._follow_link(now)
+        self._fresh = False
+        # the stamp-zero, one-point format (lead of one period) sends no braking tail
+        start = path.start(now + self.lead, self.dt, late=self.lead > self.dt)
+        if start is None:  # the clock did not move on: the path as it stands
+            self.status = status
+            return Command(*path.window(now))
+        q_start, v_start, h = start
+        self.q_cmd[:] = q_start
+        self.v_cmd[:] = v_start
+        joining = self.link == LinkState.JOINING
+        if joining or self.holding:
+            # joining the measurement comes first: the command must meet the robot
+            status |= _HOLDING if self.holding else _NONE
+            if joining:
+                join_velocity(self.q_cmd, self.q_meas, self.v_max, self.a_max, self._v_des)
             else:
-                status |= self._advance_twists(now)
-                dq = self._solve_within_bounds()
-                if self.obstacles.radii.size:
-                    ws = self.solver.ws
-                    dq, clearance = self.obstacles.step(
-                        ws.J, dq, ws.joint_T, ws.frame_T, self.dt, self.solver.active,
-                        math.sqrt(max(self.solver.info[INFO_LAMBDA2], 0.0)))
-                    if clearance < self.obstacles.influence:
-                        status |= _OBSTACLE_NEAR
-                np.multiply(dq, cfg.rate_hz, out=self._v_des)
-                info = self.solver.info
-                if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
-                    status |= _NEAR_SINGULARITY
-                if info[INFO_ERROR_CLAMPED] > 0:
-                    status |= _ERROR_CLAMPED
-        if now - self._reseed_time < 1.0:
+                self._v_des[:] = 0.0
+            self.solver.ws.update(self.q_cmd, jacobian=False)
+            self._best_time[:] = now  # a pause is no lack of progress
+        elif self.joint_goal is not None:
+            status |= self._follow_joint_goal(now + self.lead)
+        else:
+            status |= self._advance_twists(now)
+            dq = self._solve_within_bounds()
+            if self.obstacles.radii.size:
+                ws = self.solver.ws
+                dq, clearance = self.obstacles.step(
+                    ws.J, dq, ws.joint_T, ws.frame_T, self.dt, self.solver.active,
+                    math.sqrt(max(self.solver.info[INFO_LAMBDA2], 0.0)))
+                if clearance < self.obstacles.influence:
+                    status |= _OBSTACLE_NEAR
+            np.multiply(dq, cfg.rate_hz, out=self._v_des)
+            info = self.solver.info
+            if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
+                status |= _NEAR_SINGULARITY
+            if info[INFO_ERROR_CLAMPED] > 0:
+                status |= _ERROR_CLAMPED
+        if joining or now - self._reseed_time < 1.0:
             status |= _RESEEDED
         flags = limits_mod.limit_velocity(self.q_cmd, self.v_cmd, self._v_des, self.model.lower,
                                           self.model.upper, cfg.position_margin, self.v_max,
-                                          self.a_max, self.dt, self._v_out)
-        if flags & (limits_mod.BRAKING_FOR_BOUND | limits_mod.POSITION_CLIPPED):
+                                          self.a_max, h, self._v_out)
+        at_bound = bool(flags & (limits_mod.BRAKING_FOR_BOUND | limits_mod.POSITION_CLIPPED))
+        if at_bound:
             status |= _JOINT_BOUND
+            if not self._at_bound:
+                self._note_bound()
+        self._at_bound = at_bound
         if flags & limits_mod.VELOCITY_SCALED:
             status |= _VELOCITY_LIMITED
         if flags & limits_mod.ACCELERATION_LIMITED:
             status |= _ACCELERATION_LIMITED
+        limits_mod.integrate(self.q_cmd, self.v_cmd, self._v_out, h, self._q_next)
+        self.q_cmd[:] = self._q_next
         self.v_cmd[:] = self._v_out
-        self.q_cmd += self.v_cmd * self.dt
-        if not self.holding:
-            status |= self._goal_bookkeeping(now)
+        path.append(now + self.lead, self.q_cmd, self.v_cmd, self.a_max, cfg.position_margin)
+        command = Command(*path.window(now))
+        goal = self.joint_goal
+        if goal is not None and goal.done(now + self.lead, self.q_cmd, command.velocities):
+            self.joint_goal = None
+            self._hold_pose_at_command()
+            self._event('trajectory_done', 'info', 'joint trajectory done: holding its last '
+                        'pose')
+        if not (self.holding or joining or self.joint_goal is not None):
+            status |= self._goal_bookkeeping(now, command.velocities)
+        elif self.parked.any():
+            status |= _TARGET_UNREACHABLE
         self.status = status
-        return self._command
+        return command
+
+    def _follow_link(self, now):
+        """
+        Apply the re-seed rule to a fresh believed measurement (module :mod:`.robot_link`).
+
+        STALE: the stream had stopped; restart from the measured state, at rest (a
+        re-seed when it is further than ``reseed_tolerance`` from where the path stopped,
+        once ``CONFIRM_SAMPLES`` samples agree), unless the stop is still under way and
+        the robot on it: then the path goes on. Returns False while still STALE.
+        TRACKING: a measurement further than that from the path at its stamp starts a
+        join (``JOINING``). JOINING: back to TRACKING once within ``JOIN_DONE`` of it.
+        """
+        cfg, path = self.config, self.path
+        q_path, _ = path.sample(self.state_stamp)
+        gap = float(np.max(np.abs(self.q_meas - q_path)))
+        if self.link == LinkState.STALE:
+            if gap > cfg.reseed_tolerance and not self._confirmed_elsewhere():
+                return False
+            self.link = LinkState.TRACKING
+            self._best_time[:] = now  # the pause is no lack of progress
+            if gap <= cfg.reseed_tolerance and np.any(path.sample(now)[1]):
+                # back before the stop ended, on the path: it goes on from there
+                self._event('state_regained', 'info', 'joint_states regained')
+                return True
+            path.reset(now, self.q_meas, np.zeros(self.nq), self.a_max, cfg.position_margin)
+            if gap > cfg.reseed_tolerance:
+                self._note_reseed(now)
+            self._event('state_regained', 'info',
+                        f'joint_states regained: the robot is {gap:.3g} rad from where the '
+                        'arm stopped; commanding from there, at rest')
+            return True
+        if self.link == LinkState.TRACKING and gap > cfg.reseed_tolerance:
+            self.link = LinkState.JOINING
+            self._note_reseed(now)
+            self._event('reseed', 'warn',
+                        f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
+                        f'{cfg.reseed_tolerance:g}): re-seeding, joining the measured state '
+                        'within the limits; goals wait')
+        elif self.link == LinkState.JOINING and gap <= JOIN_DONE * cfg.reseed_tolerance:
+            self.link = LinkState.TRACKING
+            self._event('rejoined', 'info', f'command joined the measured state ({gap:.3g} '
+                        'rad): following goals again')
+        return True
+
+    def _confirmed_elsewhere(self):
+        """
+        Whether the robot is confirmed elsewhere after a stale gap (``CONFIRM_SAMPLES``).
+
+        After a gap the robot may have gone anywhere, so one sample could be a glitch:
+        the command restarts there once that many consecutive samples agree (each
+        plausible from the one before).
+        """
+        run = self._elsewhere
+        if run and self.plausibility.reachable(run[-1][0], run[-1][1], self.state_stamp,
+                                               self.q_meas) >= 0:
+            run.clear()
+        run.append((self.state_stamp, self.q_meas))
+        if len(run) < CONFIRM_SAMPLES:
+            return False
+        run.clear()
+        return True
+
+    def _note_reseed(self, now):
+        self.reseeds += 1
+        self._reseed_time = now
+
+    def _note_bound(self):
+        """Event: the limiter engaged a position bound (the joint with least room named)."""
+        lo = self.model.lower + self.config.position_margin
+        hi = self.model.upper - self.config.position_margin
+        room = np.minimum(self.q_cmd - lo, hi - self.q_cmd)
+        j = int(np.argmin(room))
+        self._event('joint_bound', 'info', 'position limits engaged: braking for or at a '
+                    f"bound (closest: '{self.model.joint_names[j]}', {room[j]:.3g} from its "
+                    'bound less the margin)')
+
+    def _hold_pose_at_command(self):
+        """Every effector holds its pose at the commanded state (the end of a plan)."""
+        self.solver.ws.update(self.q_cmd, jacobian=False)
+        self.targets[:] = self.solver.ws.frame_T
+        self.mode[:] = MODE_HOLD
+        self.twist[:] = 0.0
+        self.solver.reset_targets()
+
+    def _follow_joint_goal(self, tau):
+        """Desired velocity toward the joint trajectory at the knot time ``tau`` [s]."""
+        self.joint_goal.desired_velocity(tau, self.q_cmd, self.config.gain, self._v_des)
+        self.solver.ws.update(self.q_cmd, jacobian=False)
+        return _NONE
 
     def _solve_within_bounds(self):
         """
@@ -532,42 +825,68 @@ class ResolvedRateController:
             dq = solver.step(q, self._solver_targets)
         return dq
 
-    def _stop_trajectory(self):
-        """Brake every joint at its acceleration limit (module docstring); command at rest."""
-        q0, v0, a = self.q_cmd, self.v_cmd, self.a_max
-        t_stop = np.abs(v0) / a
-        horizon = max(float(t_stop.max()), self.dt)
-        count = max(1, int(math.ceil(horizon / STOP_SAMPLE_PERIOD)))
-        times = horizon * np.arange(1, count + 1) / count
-        t = np.minimum(times[:, None], t_stop[None, :])
-        decel = np.sign(v0) * a
-        positions = q0 + v0 * t - 0.5 * decel * t * t
-        velocities = v0 - decel * t
-        velocities[times[:, None] >= t_stop[None, :]] = 0.0
-        np.clip(positions, self.model.lower, self.model.upper, out=positions)
-        self.q_cmd[:] = positions[-1]
-        self.v_cmd[:] = 0.0
-        return Command(times, positions, velocities)
+    def _stop(self, now):
+        """
+        Brake from ``now`` (the committed knots after it are dropped): the stop command.
 
-    def _goal_bookkeeping(self, now):
+        Each joint decelerates within its acceleration limit (the path's braking tail);
+        None if the path is at rest already.
+        """
+        q, v = self.path.sample(now)
+        if not np.any(v):
+            return None
+        self.path.truncate(now)
+        tail_t, tail_q, _ = self.path.tail()
+        self.q_cmd[:] = tail_q[-1] if tail_t.size else q
+        self.v_cmd[:] = 0.0
+        return Command(*self.path.window(now))
+
+    def _goal_bookkeeping(self, now, velocities):
         """
         Set goal reached per effector, and flag targets the effectors make no progress to.
 
-        Unreachable: a pose goal not reached whose position error has not fallen by
-        ``UNREACHABLE_PROGRESS`` for ``unreachable_time`` seconds, the arm at rest (every
-        joint slower than ``STILL_SPEED``): it holds the closest pose it found.
+        Unreachable: a pose goal not reached whose error has not fallen by
+        ``PROGRESS_FRACTION`` of itself (in tolerances: scale-free) for ``unreachable_time``
+        seconds with the arm at rest, or for ``CREEP_PERIODS`` times as long while it still
+        creeps: it holds the closest pose it found.
         """
         cfg = self.config
         if _goal_kernel(self.solver.err_pos, self.solver.err_rot, cfg.goal_position_tolerance,
-                        cfg.goal_orientation_tolerance, self.mode, self.parked, self.v_cmd,
-                        self._best_error, self._best_time, now, cfg.unreachable_time,
+                        cfg.goal_orientation_tolerance, self.mode, self.parked,
+                        velocities.reshape(-1), self._best_error, self._best_time, now,
+                        cfg.unreachable_time,
                         self.goal_reached, self._stuck):
             # hold the closest pose found: its own placement becomes the target, so the
             # slow drift of damped least squares along the singular direction stops
             stuck = self._stuck
             self.targets[stuck] = self.solver.frame_T[stuck]
             self.parked |= stuck
+            for i in np.flatnonzero(stuck):
+                self.goal_state[i] = GoalState.UNREACHABLE
+                self._event('goal_unreachable', 'warn',
+                            f"goal {self.goal_ids[i]} for '{self.model.end_effector_names[i]}'"
+                            f' unreachable: error {self.solver.err_pos[i]:.4g} m, '
+                            f'{self.solver.err_rot[i]:.4g} rad, no progress for '
+                            f'{now - self._best_time[i]:.3g} s; holding the closest pose')
+        self._goal_transitions()
         return _TARGET_UNREACHABLE if self.parked.any() else _NONE
+
+    def _goal_transitions(self):
+        """Move goals ACCEPTED -> ACTIVE at the first tick, ACTIVE <-> REACHED by goal_reached."""
+        states, reached = self.goal_state, self.goal_reached
+        accepted = states == GoalState.ACCEPTED
+        if not (accepted.any() or (reached != self._reached_before).any()):
+            return
+        states[accepted] = GoalState.ACTIVE
+        for i in np.flatnonzero(reached & ~self._reached_before):
+            if states[i] == GoalState.ACTIVE:
+                states[i] = GoalState.REACHED
+                self._event('goal_reached', 'info',
+                            f"goal {self.goal_ids[i]} for '{self.model.end_effector_names[i]}'"
+                            f' reached (error {self.solver.err_pos[i]:.3g} m, '
+                            f'{self.solver.err_rot[i]:.3g} rad)')
+        states[(states == GoalState.REACHED) & ~reached] = GoalState.ACTIVE
+        self._reached_before[:] = reached
 
     # ------------------------------------------------------------------ reporting
     def tracking_errors(self):

@@ -7,12 +7,25 @@ Given the last command ``(q, v_prev)`` and a desired velocity ``v_des`` for one 
 1. ``|v_i| <= v_max_i`` -- by scaling the whole vector (the Cartesian direction is kept);
 2. ``|v_i - v_prev_i| <= a_max_i dt`` -- by scaling the change ``v - v_prev`` uniformly;
 3. the joint can still stop inside its bound after this tick: with ``d`` the distance from
-   ``q_i`` to the bound it moves toward, ``v dt + v^2 / (2 a) <= d``, i.e.
-   ``|v| <= -a dt + sqrt(a^2 dt^2 + 2 a d)``; the discrete stop takes ``v^2/(2a) + v dt/2``.
+   ``q_i`` to the bound it moves toward, the tick's step plus the braking distance at
+   ``a``, ``(v_prev + v) dt / 2 + v^2 / (2 a) <= d``, i.e.
+   ``|v| <= -a dt / 2 + sqrt(a^2 dt^2 / 4 + 2 a (d - v_prev dt / 2))``.
    If the previous command met this bound, the cap is at least ``|v_prev| - a dt``, so
    applying it after (2) keeps the acceleration bound;
-4. ``q + v dt`` stays inside ``[lower + margin, upper - margin]`` -- a last clip that the
-   braking bound (3) makes inactive in normal operation.
+4. the next position :func:`integrate` ``q + (v_prev + v) dt / 2`` stays inside
+   ``[lower + margin, upper - margin]`` -- a last clip that the braking bound (3) makes
+   inactive in normal operation;
+5. where the velocity changes sign within the tick, the joint turns at
+   ``q - v_prev^2 / (2 alpha)`` with ``alpha = (v - v_prev) / dt``: a joint that braked
+   for its bound (3) stops between two ticks, and ``alpha`` is raised to
+   ``v_prev^2 / (2 d)`` so that it turns at the bound, not past it (at most ``a``: (3)
+   left it room to brake at ``a``).
+
+Positions advance by the trapezoidal rule (:func:`integrate`): between two commands the
+velocity changes linearly, so the cubic Hermite segment that a joint_trajectory_controller
+fits through two consecutive commands (positions and velocities) is exactly the
+constant-acceleration motion, whose acceleration ``(v - v_prev) / dt`` the limit (2)
+bounds. (With ``q + v dt`` the Hermite segment would accelerate at up to 4 times that.)
 
 A joint already inside the margin band (a robot started there) is never pushed further
 out: its bound becomes its current position.
@@ -26,6 +39,13 @@ VELOCITY_SCALED = 1
 BRAKING_FOR_BOUND = 2
 ACCELERATION_LIMITED = 4
 POSITION_CLIPPED = 8
+
+
+@njit(cache=True, nogil=True)
+def integrate(q, v_prev, v, dt, out):
+    """Trapezoidal position step ``out = q + (v_prev + v) dt / 2`` (module docstring)."""
+    for i in range(q.shape[0]):
+        out[i] = q[i] + 0.5 * (v_prev[i] + v[i]) * dt
 
 
 @njit(cache=True, nogil=True)
@@ -60,15 +80,16 @@ def limit_velocity(q, v_prev, v_des, lower, upper, margin, v_max, a_max, dt, v_o
         lo = min(lower[i] + margin, q[i])
         hi = max(upper[i] - margin, q[i])
         acc = a_max[i]
+        half = 0.5 * acc * dt
         if v_out[i] > 0.0:
-            d = hi - q[i]
-            cap = -acc * dt + np.sqrt(acc * acc * dt * dt + 2.0 * acc * d)
+            d = max(hi - q[i] - 0.5 * v_prev[i] * dt, 0.0)
+            cap = -half + np.sqrt(half * half + 2.0 * acc * d)
             if v_out[i] > cap:
                 v_out[i] = cap
                 flags |= BRAKING_FOR_BOUND
         elif v_out[i] < 0.0:
-            d = q[i] - lo
-            cap = -acc * dt + np.sqrt(acc * acc * dt * dt + 2.0 * acc * d)
+            d = max(q[i] - lo + 0.5 * v_prev[i] * dt, 0.0)
+            cap = -half + np.sqrt(half * half + 2.0 * acc * d)
             if -v_out[i] > cap:
                 v_out[i] = -cap
                 flags |= BRAKING_FOR_BOUND
@@ -76,11 +97,25 @@ def limit_velocity(q, v_prev, v_des, lower, upper, margin, v_max, a_max, dt, v_o
     for i in range(n):
         lo = min(lower[i] + margin, q[i])
         hi = max(upper[i] - margin, q[i])
-        nxt = q[i] + v_out[i] * dt
+        nxt = q[i] + 0.5 * (v_prev[i] + v_out[i]) * dt
         if nxt > hi:
-            v_out[i] = (hi - q[i]) / dt
+            v_out[i] = 2.0 * (hi - q[i]) / dt - v_prev[i]
             flags |= POSITION_CLIPPED
         elif nxt < lo:
-            v_out[i] = (lo - q[i]) / dt
+            v_out[i] = 2.0 * (lo - q[i]) / dt - v_prev[i]
             flags |= POSITION_CLIPPED
+    # 5. the turning point inside the tick
+    for i in range(n):
+        vp = v_prev[i]
+        if vp < 0.0 < v_out[i]:
+            d = q[i] - min(lower[i] + margin, q[i])
+        elif vp > 0.0 > v_out[i]:
+            d = max(upper[i] - margin, q[i]) - q[i]
+        else:
+            continue
+        alpha = abs(v_out[i] - vp) / dt
+        if vp * vp > 2.0 * alpha * d:
+            need = vp * vp / (2.0 * d) if d > 0.0 else a_max[i]
+            v_out[i] = vp - np.sign(vp) * min(need, a_max[i]) * dt
+            flags |= BRAKING_FOR_BOUND
     return flags

@@ -12,10 +12,18 @@ solved (damped least squares) and the secondary task keeps the arm off obstacles
 * the arm is a set of capsules of radius ``link_radius``: a segment from the origin of
   each tree joint to the origin of each of its child joints and end-effector frames,
   fixed to the link of the parent joint (segments no controlled joint moves are left
-  out); obstacles are spheres (centre ``c``, radius ``r``) in the base frame;
+  out); obstacles are spheres (centre ``c``, radius ``r``), boxes and cylinders (a pose
+  and half-sizes, :meth:`ObstacleAvoidance.set_shapes`) in the base frame;
 * for a segment and a sphere, the closest point ``p`` of the segment to ``c`` gives the
   clearance ``d = |p - c| - r - link_radius`` and the escape direction
   ``n = (p - c) / |p - c|``;
+* for a box or a cylinder, the exact shape (not a bounding sphere): the signed distance
+  ``s(x)`` of a point to a convex body is convex in ``x``, so along the segment
+  ``x(u) = a + u (b - a)`` it is convex in ``u`` and a golden-section search
+  (``GOLDEN_ITERATIONS``, 1e-13 of the segment) finds the arm point ``p`` deepest towards
+  the shape; ``d = s(p) - link_radius`` (negative inside) and ``n = grad s(p)``, the
+  outward normal of the shape there (:func:`signed_distance`, :func:`closest_on_segments`,
+  compiled with numba);
 * the ``rows`` closest pairs with ``d < influence`` each add a row to the secondary task:
   ``J2_i = n_i^T Jp(p_i)`` (``Jp``: position Jacobian of the point ``p_i`` fixed to its
   link), ``dx2_i = gain * (influence - d_i) * dt`` (move away faster the closer it is);
@@ -28,11 +36,18 @@ solved (damped least squares) and the secondary task keeps the arm off obstacles
 All arrays are in the base frame, lengths in metres.
 """
 
+import math
+
 from ik_control.kinematics import kernels
+from numba import njit
 import numpy as np
 
-MAX_OBSTACLES = 64      # spheres kept at once; more are refused
-MAX_RADIUS = 10.0       # [m] a larger sphere is a configuration error, refused
+MAX_OBSTACLES = 64      # obstacles kept at once; more are refused
+MAX_RADIUS = 10.0       # [m] a larger (bounding) sphere is a configuration error, refused
+SPHERE, BOX, CYLINDER = 0, 1, 2
+SHAPES = {'sphere': SPHERE, 'box': BOX, 'cylinder': CYLINDER}
+GOLDEN_ITERATIONS = 64
+_INV_PHI = (np.sqrt(5.0) - 1.0) / 2.0
 
 
 def bounding_radius(shape, scale):
@@ -57,6 +72,93 @@ def bounding_radius(shape, scale):
     if radius > MAX_RADIUS:
         raise ValueError(f'{shape} of radius {radius:g} m exceeds {MAX_RADIUS:g} m')
     return radius
+
+
+@njit(cache=True, nogil=True)
+def signed_distance(kind, hx, hy, hz, x, y, z):
+    """
+    Signed distance [m] of point ``(x, y, z)`` (shape frame) to a box or a cylinder.
+
+    Box (``kind == BOX``, half-sizes ``hx, hy, hz``): with ``q = |x| - h`` per axis, outside
+    ``|max(q, 0)|``, inside ``max_i q_i`` (negative). Cylinder about z (radius ``hx``,
+    half-height ``hz``): the same with ``q = (rho - r, |z| - h)``, ``rho = |(x, y)|``.
+    Returns the distance and its gradient, the outward unit normal ``(gx, gy, gz)``.
+    """
+    sx = 1.0 if x >= 0.0 else -1.0
+    sy = 1.0 if y >= 0.0 else -1.0
+    sz = 1.0 if z >= 0.0 else -1.0
+    qz = abs(z) - hz
+    ez = max(qz, 0.0)
+    if kind == BOX:
+        qx, qy = abs(x) - hx, abs(y) - hy
+        ex, ey = max(qx, 0.0), max(qy, 0.0)
+        out = math.sqrt(ex * ex + ey * ey + ez * ez)
+        if out > 0.0:
+            return out, sx * ex / out, sy * ey / out, sz * ez / out
+        if qx >= qy and qx >= qz:
+            return qx, sx, 0.0, 0.0
+        if qy >= qz:
+            return qy, 0.0, sy, 0.0
+        return qz, 0.0, 0.0, sz
+    rho = math.sqrt(x * x + y * y)
+    ux, uy = (x / rho, y / rho) if rho > 1e-12 else (1.0, 0.0)
+    qr = rho - hx
+    er = max(qr, 0.0)
+    out = math.sqrt(er * er + ez * ez)
+    if out > 0.0:
+        return out, ux * er / out, uy * er / out, sz * ez / out
+    if qr > qz:
+        return qr, ux, uy, 0.0
+    return qz, 0.0, 0.0, sz
+
+
+@njit(cache=True, nogil=True)
+def closest_on_segments(kind, half, a, b, u, d, grad):
+    """
+    For each segment ``a + u (b - a)`` the point ``u`` in [0, 1] deepest towards its shape.
+
+    The signed distance is convex along the segment, so a golden-section search
+    (``GOLDEN_ITERATIONS``) finds its minimum; the ends are compared too. Inputs in the
+    shapes' frames: ``kind`` (k,), ``half`` (k, 3), ``a``, ``b`` (k, 3); writes ``u`` (k,),
+    the distance ``d`` (k,) and the outward normal ``grad`` (k, 3) there.
+    """
+    for k in range(kind.size):
+        hx, hy, hz = half[k, 0], half[k, 1], half[k, 2]
+        ax, ay, az = a[k, 0], a[k, 1], a[k, 2]
+        dx, dy, dz = b[k, 0] - ax, b[k, 1] - ay, b[k, 2] - az
+        lo, hi = 0.0, 1.0
+        u1, u2 = hi - _INV_PHI, _INV_PHI
+        f1 = signed_distance(kind[k], hx, hy, hz, ax + u1 * dx, ay + u1 * dy, az + u1 * dz)[0]
+        f2 = signed_distance(kind[k], hx, hy, hz, ax + u2 * dx, ay + u2 * dy, az + u2 * dz)[0]
+        for _ in range(GOLDEN_ITERATIONS):
+            if f1 <= f2:
+                hi, u2, f2 = u2, u1, f1
+                u1 = hi - _INV_PHI * (hi - lo)
+                f1 = signed_distance(kind[k], hx, hy, hz, ax + u1 * dx, ay + u1 * dy,
+                                     az + u1 * dz)[0]
+            else:
+                lo, u1, f1 = u1, u2, f2
+                u2 = lo + _INV_PHI * (hi - lo)
+                f2 = signed_distance(kind[k], hx, hy, hz, ax + u2 * dx, ay + u2 * dy,
+                                     az + u2 * dz)[0]
+        best = 0.5 * (lo + hi)
+        best_d = signed_distance(kind[k], hx, hy, hz, ax + best * dx, ay + best * dy,
+                                 az + best * dz)[0]
+        for end in (0.0, 1.0):
+            f = signed_distance(kind[k], hx, hy, hz, ax + end * dx, ay + end * dy, az + end * dz)
+            if f[0] < best_d:
+                best, best_d = end, f[0]
+        f = signed_distance(kind[k], hx, hy, hz, ax + best * dx, ay + best * dy, az + best * dz)
+        u[k], d[k] = best, f[0]
+        grad[k, 0], grad[k, 1], grad[k, 2] = f[1], f[2], f[3]
+
+
+def _warm_up():
+    """Compile (or load from numba's cache) the shape kernels now, not in the first tick."""
+    kind = np.array([BOX, CYLINDER], dtype=np.int64)
+    ones = np.ones((2, 3))
+    closest_on_segments(kind, ones, -2.0 * ones, 2.0 * ones, np.empty(2), np.empty(2),
+                        np.empty((2, 3)))
 
 
 def arm_segments(model):
@@ -91,7 +193,8 @@ class ObstacleAvoidance:
     """
     Secondary task of SAM eq. (19) for one robot (module docstring).
 
-    ``set_obstacles`` replaces the spheres; ``step`` adds the avoidance to a solved step.
+    ``set_obstacles`` replaces the obstacles by spheres, ``set_shapes`` by spheres, boxes
+    and cylinders; ``step`` adds the avoidance to a solved step.
     """
 
     def __init__(self, model, influence=0.1, gain=5.0, link_radius=0.05, damping=0.05,
@@ -105,8 +208,22 @@ class ObstacleAvoidance:
         self.rows = rows
         self.segments = arm_segments(model)
         self.centers = np.zeros((0, 3))
-        self.radii = np.zeros(0)
+        self.radii = np.zeros(0)          # sphere radius, or the shape's bounding radius
+        self.kinds = np.zeros(0, dtype=np.int64)
+        self.frames_inv = np.zeros((0, 4, 4))   # base -> shape frame
+        self.half_sizes = np.zeros((0, 3))
         self.min_clearance = np.inf  # [m] at the last call of :meth:`clearances`
+        _warm_up()
+
+    def ignore_effector_segments(self):
+        """
+        Leave out the segments that end at an end-effector frame (a tool meant to be near).
+
+        E.g. a spray nozzle held at a stand-off from the surface it paints: its link's
+        clearance is the primary task's business, and its rows in the secondary task
+        would only take the place of links that can move away.
+        """
+        self.segments = self.segments[self.segments[:, 2] < 0]
 
     def set_obstacles(self, centers, radii):
         """Replace the obstacle spheres (finite centres [m], radii in [0, MAX_RADIUS])."""
@@ -120,7 +237,46 @@ class ObstacleAvoidance:
             raise ValueError('obstacle centres must be finite and radii within '
                              f'[0, {MAX_RADIUS:g}] m')
         self.centers, self.radii = centers.copy(), radii.copy()
+        self.kinds = np.full(radii.size, SPHERE, dtype=np.int64)
+        self.frames_inv = np.tile(np.eye(4), (radii.size, 1, 1))
+        self.frames_inv[:, :3, 3] = -centers
+        self.half_sizes = np.repeat(radii[:, None], 3, axis=1)
         self.min_clearance = np.inf  # until the next step measures it
+
+    def set_shapes(self, shapes):
+        """
+        Replace the obstacles by spheres, boxes and cylinders, avoided as exact shapes.
+
+        ``shapes`` is a sequence of ``(shape, pose, scale)``: ``shape`` 'sphere', 'box' or
+        'cylinder' (axis z), ``pose`` the 4x4 placement of its centre in the base frame and
+        ``scale`` its size along x, y, z [m] as visualization_msgs/Marker gives it
+        (diameters, edge lengths; a cylinder's radius is half the larger of x and y).
+        Raises ValueError as :func:`bounding_radius` and for a pose that is not rigid.
+        """
+        shapes = list(shapes)
+        if len(shapes) > MAX_OBSTACLES:
+            raise ValueError(f'at most {MAX_OBSTACLES} obstacles, got {len(shapes)}')
+        n = len(shapes)
+        kinds, frames_inv = np.zeros(n, dtype=np.int64), np.zeros((n, 4, 4))
+        half, centers, radii = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n)
+        for i, (shape, pose, scale) in enumerate(shapes):
+            radii[i] = bounding_radius(shape, scale)
+            T = np.asarray(pose, dtype=float)
+            if (T.shape != (4, 4) or not np.all(np.isfinite(T))
+                    or np.abs(T[:3, :3].T @ T[:3, :3] - np.eye(3)).max() > 1e-6
+                    or abs(np.linalg.det(T[:3, :3]) - 1.0) > 1e-6):
+                raise ValueError(f'{shape} {i}: pose must be a finite 4x4 rigid transform')
+            kinds[i] = SHAPES[shape]
+            sx, sy, sz = (0.5 * float(v) for v in scale)
+            half[i] = ((radii[i],) * 3 if shape == 'sphere' else
+                       (sx, sy, sz) if shape == 'box' else (max(sx, sy), max(sx, sy), sz))
+            frames_inv[i, :3, :3] = T[:3, :3].T
+            frames_inv[i, :3, 3] = -T[:3, :3].T @ T[:3, 3]
+            frames_inv[i, 3, 3] = 1.0
+            centers[i] = T[:3, 3]
+        self.centers, self.radii, self.kinds = centers, radii, kinds
+        self.frames_inv, self.half_sizes = frames_inv, half
+        self.min_clearance = np.inf
 
     def endpoints(self, joint_T, frame_T):
         """Return where the arm's segments start and end (two arrays, segments x 3)."""
@@ -132,7 +288,7 @@ class ObstacleAvoidance:
 
     def clearances(self, joint_T, frame_T):
         """
-        Clearance [m], closest arm point and escape direction for every segment and sphere.
+        Clearance [m], closest arm point and escape direction for every segment and obstacle.
 
         Returns ``d`` (segments x obstacles), ``p`` and ``n`` (segments x obstacles x 3).
         """
@@ -153,8 +309,28 @@ class ObstacleAvoidance:
             side /= np.linalg.norm(side, axis=1)[:, None]
             n[inside] = np.broadcast_to(side[:, None, :], n.shape)[inside]
         d = dist - self.radii[None, :] - self.link_radius
+        exact = np.flatnonzero(self.kinds != SPHERE)
+        if exact.size:
+            self._exact_shapes(exact, a, b, d, p, n)
         self.min_clearance = float(d.min()) if d.size else np.inf
         return d, p, n
+
+    def _exact_shapes(self, exact, a, b, d, p, n):
+        """Overwrite the columns ``exact`` (boxes, cylinders) of ``d, p, n`` with exact ones."""
+        ns = a.shape[0]
+        R = self.frames_inv[exact, :3, :3]
+        t = self.frames_inv[exact, :3, 3]
+        # every (segment, shape) pair, segment-major, endpoints in the shape's frame
+        a_l = (np.einsum('oij,sj->soi', R, a) + t[None]).reshape(-1, 3)
+        b_l = (np.einsum('oij,sj->soi', R, b) + t[None]).reshape(-1, 3)
+        kind = np.tile(self.kinds[exact], ns)
+        half = np.tile(self.half_sizes[exact], (ns, 1))
+        u, dist, grad = np.empty(kind.size), np.empty(kind.size), np.empty((kind.size, 3))
+        closest_on_segments(kind, half, a_l, b_l, u, dist, grad)
+        ab = b - a
+        p[:, exact] = a[:, None, :] + u.reshape(ns, -1)[..., None] * ab[:, None, :]
+        n[:, exact] = np.einsum('oji,soj->soi', R, grad.reshape(ns, -1, 3))
+        d[:, exact] = dist.reshape(ns, -1) - self.link_radius
 
     def point_jacobian(self, joint_T, link_joint, p):
         """Position Jacobian (3 x nq, base axes) of point ``p`` fixed to ``link_joint``'s link."""

@@ -13,6 +13,8 @@ orientation; three forms (``ERROR_*`` codes):
   ``e_o = 0.5 (n_a x n_d + o_a x o_d + a_a x a_d)`` with n, o, a the columns of R.
 """
 
+import math
+
 from numba import njit
 import numpy as np
 
@@ -120,3 +122,17 @@ def pose_error(Ta, Td, mode, position_only, out, work):
     out[0] = px - 0.5 * cx + b * ccx
     out[1] = py - 0.5 * cy + b * ccy
     out[2] = pz - 0.5 * cz + b * ccz
+
+
+def pose_distance(T, goal):
+    """
+    Position [m] and rotation-angle [rad] distance of placement ``T`` from ``goal`` (4x4).
+
+    ``|p - p_goal|`` and the angle of ``R_goal^T R``, ``atan2(|s|, (tr - 1) / 2)`` with
+    ``s`` its axial vector (accurate near 0 and pi, unlike ``acos``): the figures goals
+    are judged by (demo, the ``move_to_pose`` action).
+    """
+    R = goal[:3, :3].T @ T[:3, :3]
+    s = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    angle = math.atan2(float(np.linalg.norm(s)), 0.5 * (np.trace(R) - 1.0))
+    return float(np.linalg.norm(T[:3, 3] - goal[:3, 3])), angle

@@ -383,9 +383,17 @@ class VelocitySolver:
         self.P[:] = config.packed()
         self.config = config
 
-    def reset_targets(self):
-        """Mark a target jump: the adaptive ClampMag bound becomes infinite for one update."""
-        self.prev_dist[:] = -1.0
+    def reset_targets(self, effectors=None):
+        """
+        Mark target jumps: the adaptive ClampMag bound becomes infinite for one update.
+
+        ``effectors`` (indices) limits this to the effectors whose targets jumped (Buss
+        sec. 2: ``D_max,i`` per end effector); default: all.
+        """
+        if effectors is None:
+            self.prev_dist[:] = -1.0
+        else:
+            self.prev_dist[np.asarray(effectors, dtype=np.int64)] = -1.0
 
     @property
     def J(self):

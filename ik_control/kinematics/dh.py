@@ -92,19 +92,24 @@ def _rpy_of(R):
     return roll, pitch, yaw
 
 
-def tree_urdf(name, root, joints, mass=0.5):
+def tree_urdf(name, root, joints, mass=0.5, visuals=None):
     """
     URDF text for a tree of links joined by ``joints`` (a sequence of :class:`JointSpec`).
 
-    Every link gets a small inertia so that MuJoCo accepts the file too.
+    Every link gets a small inertia so that MuJoCo accepts the file too. ``visuals`` maps a
+    link to cylinders ``(xyz, rpy, length, radius)`` [m, rad] drawn in it (for RViz).
     """
     links = [root] + [j.child for j in joints]
     out = [f'<robot name="{name}">']
     inertia = 1e-3
     for link in links:
+        shapes = ''.join(
+            f'<visual><origin xyz="{_fmt(xyz)}" rpy="{_fmt(rpy)}"/><geometry><cylinder '
+            f'radius="{radius!r}" length="{length!r}"/></geometry></visual>'
+            for xyz, rpy, length, radius in (visuals or {}).get(link, ()))
         out.append(f'  <link name="{link}"><inertial><origin xyz="0 0 0"/><mass value="{mass}"/>'
                    f'<inertia ixx="{inertia}" iyy="{inertia}" izz="{inertia}" ixy="0" ixz="0" '
-                   'iyz="0"/></inertial></link>')
+                   f'iyz="0"/></inertial>{shapes}</link>')
     for j in joints:
         out.append(f'  <joint name="{j.name}" type="{j.kind}">'
                    f'<parent link="{j.parent}"/><child link="{j.child}"/>'
@@ -118,34 +123,48 @@ def tree_urdf(name, root, joints, mass=0.5):
     return '\n'.join(out)
 
 
-def dh_urdf(rows, name='dh_robot', base=None, tool=None, prefix='joint'):
+def dh_urdf(rows, name='dh_robot', base=None, tool=None, prefix='joint', joint_names=None,
+            link_names=None, base_link='base_link', tool_link='tool', visual_radius=0.0):
     """
     URDF text of a DH table (module docstring); frames ``base_link``, ``link_i``, ``tool``.
 
     ``base`` is the placement of DH frame 0 in ``base_link``; ``tool`` an extra fixed
     transform after the last DH frame. Joint offsets shift the URDF zero, so joint value
-    ``q_i`` here equals the DH variable minus ``offset``.
+    ``q_i`` here equals the DH variable minus ``offset``. Joints are named ``<prefix>i``
+    and links ``link_i`` unless ``joint_names`` / ``link_names`` (one per row) are given;
+    the fixed joint to ``tool_link`` is ``<tool_link>_joint``. With ``visual_radius`` [m] > 0
+    each link is drawn (for RViz) as cylinders along its ``d`` (z) and ``a`` (x) offsets.
     """
     base = np.eye(4) if base is None else np.asarray(base, dtype=float)
     tool = np.eye(4) if tool is None else np.asarray(tool, dtype=float)
+    joint_names = joint_names or [f'{prefix}{i}' for i in range(1, len(rows) + 1)]
+    link_names = link_names or [f'link_{i}' for i in range(1, len(rows) + 1)]
     joints = []
     constant = base
-    parent = 'base_link'
-    for i, row in enumerate(rows, start=1):
+    parent = base_link
+    for i, row in enumerate(rows):
         if row.kind == 'revolute':
             constant = constant @ dh_transform(0.0, 0.0, 0.0, row.offset)
         else:
             constant = constant @ dh_transform(0.0, 0.0, row.offset, 0.0)
-        child = f'link_{i}'
-        joints.append(JointSpec(f'{prefix}{i}', parent, child, tuple(constant[:3, 3]),
+        child = link_names[i]
+        joints.append(JointSpec(joint_names[i], parent, child, tuple(constant[:3, 3]),
                                 _rpy_of(constant[:3, :3]), (0.0, 0.0, 1.0), row.kind,
                                 row.lower, row.upper, row.velocity, row.effort))
         constant = dh_transform(row.alpha, row.a, row.d, 0.0)
         parent = child
     last = constant @ tool
-    joints.append(JointSpec('tool_joint', parent, 'tool', tuple(last[:3, 3]),
+    joints.append(JointSpec(f'{tool_link}_joint', parent, tool_link, tuple(last[:3, 3]),
                             _rpy_of(last[:3, :3]), kind='fixed'))
-    return tree_urdf(name, 'base_link', joints)
+    visuals = {}
+    if visual_radius > 0.0:
+        for link, row in zip(link_names, rows):
+            d = row.d
+            visuals[link] = [cylinder for cylinder in (
+                ((0.0, 0.0, 0.5 * d), (0.0, 0.0, 0.0), abs(d), visual_radius),
+                ((0.5 * row.a, 0.0, d), (0.0, 0.5 * np.pi, 0.0), abs(row.a), visual_radius))
+                if cylinder[2] > 1e-9]
+    return tree_urdf(name, base_link, joints, visuals=visuals)
 
 
 # SAM Table 1: (alpha [deg], a [m], d [m]) of the 9-joint spray-painting robot.

@@ -12,6 +12,11 @@ measurement window give:
 * the compute time of a tick (take messages, solve, limit, publish) [us];
 * the latency from a joint_states message's stamp to the command published for it [us].
 
+With ``action_client``, the chosen design is measured twice instead, once with the goals
+sent on the ``target_pose`` topics and once as ``~/move_to_pose`` action goals (each
+preempting the last, feedback streaming at 10 Hz to this process): the action server
+works in the executor thread and must not slow the loop.
+
 The same is measured for the loop designs not chosen (an rclpy timer in a
 SingleThreadedExecutor; the joint_states-triggered loop at normal priority), shorter, so
 the choice is visible in one run. Goals (issue 3): rate >= 999.5 Hz, p99 jitter <= 100 us,
@@ -73,8 +78,13 @@ def _pose_msg(T, frame):
     return msg
 
 
-def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None):
-    """Run sim + controller with one loop design; return the measured figures."""
+def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
+               goals='topic'):
+    """
+    Run sim + controller with one loop design; return the measured figures.
+
+    ``goals``: 'topic' (``target_pose`` messages) or 'action' (MoveToPose goals).
+    """
     model = robots.robot('simon')
     params = robots.data_path('config', 'simon.yaml')
     ns = f'/bench_loop_{os.getpid()}_{label}'
@@ -91,7 +101,8 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
     node = Node(f'bench_loop_{label}', namespace=ns)
     pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)
             for ee in model.end_effector_names]
-    goals = _goal_poses(model, np.random.default_rng(0), 64)
+    poses = _goal_poses(model, np.random.default_rng(0), 64)
+    client = _ActionGoals(node, model) if goals == 'action' else None
     try:
         first = []
         probe = node.create_subscription(JointTrajectory, 'joint_trajectory_controller/'
@@ -103,15 +114,21 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                 log.seek(0)
                 raise RuntimeError(f'nodes did not come up:\n{log.read()[-3000:]}')
         node.destroy_subscription(probe)  # this process stays out of the 1 kHz traffic
+        if client is not None:
+            client.wait_for_server()
         t_start = time.perf_counter() + warmup
         t_end = t_start + seconds
         k = 0
         while time.perf_counter() < t_end:
-            T = goals[k % len(goals)]
-            for i, pub in enumerate(pubs):
-                pub.publish(_pose_msg(T[i], model.base_frame))
+            T = poses[k % len(poses)]
+            if client is None:
+                for i, pub in enumerate(pubs):
+                    pub.publish(_pose_msg(T[i], model.base_frame))
+                time.sleep(0.5)
+            else:
+                client.send(T)
+                client.spin(0.5)
             k += 1
-            time.sleep(0.5)
             if progress:
                 progress(f'{label}: {max(0.0, time.perf_counter() - t_start):.0f} / '
                          f'{seconds:.0f} s')
@@ -123,8 +140,60 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
     keep = (data['start'] >= t_start) & (data['start'] <= t_end)
     figures = summarize(data['start'][keep], data['compute'][keep], data['age'][keep],
                         1.0 / rate_hz)
-    figures.update({'label': label, 'loop': loop, 'priority': priority, 'seconds': seconds})
+    figures.update({'label': label, 'loop': loop, 'priority': priority, 'seconds': seconds,
+                    'goals': goals})
+    if client is not None:
+        figures.update(client.counts)
     return figures
+
+
+class _ActionGoals:
+    """MoveToPose goals for both hands from the bench's node, counting what comes back."""
+
+    def __init__(self, node, model):
+        from ik_control.ros.move_to_pose_server import load_action_type
+        from rclpy.action import ActionClient
+
+        self.action = load_action_type()
+        if self.action is None:
+            raise RuntimeError('ik_control_interfaces is not installed: run make venv')
+        self.node = node
+        self.model = model
+        self.client = ActionClient(node, self.action, 'ik_controller/move_to_pose')
+        self.counts = {'action_goals': 0, 'feedback_messages': 0, 'results': 0}
+
+    def wait_for_server(self, timeout=60.0):
+        """Spin until the controller's action server is discovered."""
+        deadline = time.monotonic() + timeout
+        while not self.client.server_is_ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError('no ~/move_to_pose action server')
+            rclpy.spin_once(self.node, timeout_sec=0.1)
+
+    def send(self, T):
+        """Send one goal for both hands (placements ``T``, base frame)."""
+        goal = self.action.Goal()
+        goal.end_effectors = list(self.model.end_effector_names)
+        goal.targets = [_pose_msg(T[i], self.model.base_frame)
+                        for i in range(len(goal.end_effectors))]
+        future = self.client.send_goal_async(goal, feedback_callback=self._feedback)
+        future.add_done_callback(self._accepted)
+        self.counts['action_goals'] += 1
+
+    def spin(self, seconds):
+        """Serve feedback and results for ``seconds``."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rclpy.spin_once(self.node, timeout_sec=max(0.0, end - time.monotonic()))
+
+    def _feedback(self, msg):
+        self.counts['feedback_messages'] += 1
+
+    def _accepted(self, future):
+        future.result().get_result_async().add_done_callback(self._result)
+
+    def _result(self, future):
+        self.counts['results'] += 1
 
 
 CONFIGS = (
@@ -137,12 +206,21 @@ CONFIGS = (
 CHOSEN = 'synchronized_rt'
 
 
-def run(seconds=60.0, compare_seconds=15.0, progress=None):
-    """Measure the chosen design for ``seconds`` and the alternatives for ``compare_seconds``."""
+def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False):
+    """
+    Measure the chosen design for ``seconds`` and the alternatives for ``compare_seconds``.
+
+    With ``action_client``: the chosen design, with topic goals and with action goals.
+    """
     rclpy.init()
     try:
         results = []
-        for label, loop, priority in CONFIGS:
+        if action_client:
+            _, loop, priority = next(c for c in CONFIGS if c[0] == CHOSEN)
+            for goals in ('topic', 'action'):
+                results.append(run_config(f'{CHOSEN}_{goals}', loop, priority, seconds,
+                                          progress=progress, goals=goals))
+        for label, loop, priority in () if action_client else CONFIGS:
             duration = seconds if label == CHOSEN else compare_seconds
             results.append(run_config(label, loop, priority, duration, progress=progress))
         return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results}
@@ -161,4 +239,8 @@ def table(results):
         row = [r['label'], f"{r['seconds']:.0f}"] + [
             f'{r[c]:.1f}' if c in r else '-' for c in cols]
         lines.append('  '.join(f'{v:>13}' for v in row))
+    for r in results['configs']:
+        if 'action_goals' in r:
+            lines.append(f"{r['label']}: {r['action_goals']} MoveToPose goals, "
+                         f"{r['feedback_messages']} feedback messages, {r['results']} results")
     return '\n'.join(lines)

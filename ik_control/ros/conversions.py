@@ -11,14 +11,15 @@ import array
 from typing import NamedTuple, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Duration, Time
+from ik_control.validation import finite_vector, quaternion_to_matrix, unit_quaternion
 import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 __all__ = [
     'JointTrajectoryArrays', 'arrays_to_joint_state', 'arrays_to_joint_trajectory',
-    'joint_trajectory_to_arrays', 'sec_to_duration', 'sec_to_time', 'time_to_sec',
-    'write_float_array',
+    'joint_trajectory_to_arrays', 'pose_to_matrix', 'sec_to_duration', 'sec_to_time',
+    'time_to_sec', 'write_float_array',
 ]
 
 
@@ -48,6 +49,21 @@ def sec_to_duration(t: float, msg: Optional[Duration] = None) -> Duration:
     msg = Duration() if msg is None else msg
     msg.sec, msg.nanosec = _split(t)
     return msg
+
+
+def pose_to_matrix(pose, what='pose'):
+    """
+    Return the 4x4 placement of a geometry_msgs/Pose [m].
+
+    Raises InputError for a non-finite position or a quaternion whose norm is not 1
+    within 1e-3 (``what`` names the pose in the message).
+    """
+    p, o = pose.position, pose.orientation
+    T = np.eye(4)
+    T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, f'{what} position')
+    T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w],
+                                                     f'{what} orientation'))
+    return T
 
 
 def write_float_array(msg, field: str, values) -> None:

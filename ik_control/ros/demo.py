@@ -14,6 +14,11 @@ errors are computed here, by forward kinematics of the *measured* ``joint_states
 against the goal. A velocity-mode segment streams geometry_msgs/TwistStamped at
 :data:`TWIST_RATE` and measures the effector speed the same way.
 
+The robot's own speeds are checked too: a :class:`~ik_control.control.motion_meter.
+MotionMeter` over the recorded joint_states (speed over spans of 10 ms) against the URDF
+velocity limits; above ``SPEED_TOLERANCE`` times them the demo fails, whatever the goals
+did (issue 10: the MuJoCo wrist rang at 16 times its limit while every goal converged).
+
 Progress goes to stderr, the summary table to stdout, and a PNG (matplotlib, Agg) shows
 the effector paths, the errors over time with the goal changes, and the joint positions
 normalised to their limits.
@@ -29,6 +34,8 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
+from ik_control.control.motion_meter import MotionMeter
+from ik_control.ik.pose_error import pose_distance
 from ik_control.ros.node_process import node_environment, NodeProcess
 from ik_control.validation import matrix_to_quaternion
 import numpy as np
@@ -52,6 +59,9 @@ TWIST_DURATION = 1.0       # length of the velocity-mode segment [s]
 DIAGNOSTICS_RATE = 10.0    # the controller's /diagnostics rate during the demo [Hz]
 STOP_TIMEOUT = 10.0        # SIGINT to exit, then SIGKILL [s]
 EXIT_FAILED = 1
+#: measured joint speed over the URDF velocity limit above which the demo fails: the
+#: servo's overshoot and the stamps' jitter, not a ringing joint [-]
+SPEED_TOLERANCE = 1.05
 EXIT_INTERRUPTED = 130
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -144,14 +154,6 @@ def simon_steps(model):
 
 
 STEPS = {'wam': wam_steps, 'simon': simon_steps}
-
-
-def pose_errors(T, goal):
-    """Return position [m] and rotation-angle [rad] error between two 4x4 placements."""
-    R = goal[:3, :3].T @ T[:3, :3]
-    s = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    angle = math.atan2(float(np.linalg.norm(s)), 0.5 * (np.trace(R) - 1.0))
-    return float(np.linalg.norm(T[:3, 3] - goal[:3, 3])), angle
 
 
 # ---------------------------------------------------------------------- processes
@@ -442,7 +444,7 @@ def run_pose_step(rec, step):
             continue
         result = outcome.get(ee, TIMED_OUT)
         seconds = when.get(ee, time.time() - t_send)
-        pos, rot = pose_errors(T[i], step.targets[ee])
+        pos, rot = pose_distance(T[i], step.targets[ee])
         ok = result == step.expect.get(ee, CONVERGED)
         if result == CONVERGED:
             ok = ok and pos < 1e-3 and rot < 1e-2
@@ -539,7 +541,7 @@ def plot(path, rec, marks, robot, backend):
             for i, ee in enumerate(ees):
                 goal = marks[j][2].get(ee)
                 if goal is not None:
-                    err[k, i] = pose_errors(ws.frame_T[i], goal)
+                    err[k, i] = pose_distance(ws.frame_T[i], goal)
 
     fig = plt.figure(figsize=(13, 15), constrained_layout=True)
     grid = fig.add_gridspec(4, 2, height_ratios=[1.3, 0.8, 0.8, 1.0])
@@ -615,6 +617,19 @@ def limits_report(model, positions):
             f'{model.joint_names[j]}, {closest * 1e3:.1f} mrad from its {side} limit)'), inside
 
 
+def speeds_report(model, times, positions):
+    """Return a line on the robot's measured speeds against its limits, and whether within."""
+    meter = MotionMeter(model.velocity_limit, np.full(model.nq, np.inf))
+    for t, q in zip(times, positions):
+        meter.add(t, q)
+    ratio = meter.span_speed_ratio
+    ok = ratio <= SPEED_TOLERANCE
+    where = meter.worst.get('span_speed_ratio')
+    joint = model.joint_names[where[1]] if where else '-'
+    return (f"robot speeds within the velocity limits: {'yes' if ok else 'NO'} (largest "
+            f'{ratio:.3f} of the limit over 10 ms, {joint}; {meter.samples} joint_states)'), ok
+
+
 # ---------------------------------------------------------------------- main
 def _progress(message):
     print(f'[demo] {message}', file=sys.stderr, flush=True)
@@ -671,13 +686,15 @@ def _run(robot, backend, plot_path, stop):
     _progress(f'nodes stopped; writing {plot_path}')
     plot(plot_path, rec, marks, robot, backend)
     line, inside = limits_report(model, rec.positions)
+    speeds, slow_enough = speeds_report(model, rec.times, rec.positions)
     print(f'ik_control demo: {robot}, {backend} sim_robot, '
           f'{time.monotonic() - started:.1f} s')
     print(summary_table(rows))
     print(line)
+    print(speeds)
     print(f'plot: {plot_path}')
     failed = [r for r in rows if not r.ok]
-    if failed or not inside:
+    if failed or not inside or not slow_enough:
         print(f'ik_control demo: {len(failed)} goal(s) did not behave as expected: '
               + ', '.join(f'{r.step} ({r.effector})' for r in failed), file=sys.stderr)
         return EXIT_FAILED

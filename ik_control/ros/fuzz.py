@@ -41,6 +41,8 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
+from ik_control.control.command_window import sample_points
+from ik_control.control.motion_meter import MotionMeter
 from ik_control.ros.node_process import node_environment, NodeProcess
 from ik_control.ros.realtime_loop import PolledGroup, take_all
 from ik_control.validation import matrix_to_quaternion
@@ -78,6 +80,9 @@ MARKER_FAULTS = ('nan_position', 'zero_size', 'negative_size', 'inf_size', 'huge
 POSE_GOALS = ('reachable', 'unreachable', 'singular', 'old_stamp')
 
 
+ROBOT_STATUS = 'simulated robot'  # the end of sim_robot's diagnostic status name
+
+
 class FuzzError(Exception):
     """The run cannot go on (a node did not start, nothing arrived); the message says why."""
 
@@ -98,7 +103,7 @@ class Pair:
         self.env = env or node_environment()
         common = ['--params-file', robots.data_path('config', f'{robot}.yaml'),
                   '-r', f'__ns:={namespace}', '-p', f'urdf_path:={robots.urdf_path(robot)}']
-        self.sim_args = common + list(sim_args)
+        self.sim_args = common + ['-r', f'/diagnostics:={namespace}/diagnostics', *sim_args]
         self.controller_args = common + ['-p', f'diagnostics_rate:={DIAGNOSTICS_RATE}',
                                          '-r', f'/diagnostics:={namespace}/diagnostics',
                                          *controller_args]
@@ -162,12 +167,14 @@ class CommandChecker:
     Check every JointTrajectory command against the limits; count and describe violations.
 
     Positions within ``[lower + margin, upper - margin]``, ``|v| <= v_max``, and between
-    consecutive points ``|v_k - v_(k-1)| <= a_max dt``: ``dt`` is the first point's
-    ``time_from_start`` (one control period) for a one-point command, the point spacing
-    within a stop trajectory. The acceleration between two commands is checked only when
-    they are consecutive ticks (``q_k = q_(k-1) + v_k dt``, how the controller integrates);
-    otherwise (a command lost, a re-seed from the measured state, a stop trajectory) the
-    pair is counted in ``acceleration_skipped``.
+    consecutive points ``|v_k - v_(k-1)| <= a_max dt``. A stamped window
+    (:mod:`ik_control.control.command_window`) must start at ``time_from_start`` 0,
+    increase strictly and end at rest; consecutive windows are checked to continue one
+    path: the new point 0 equals the previous window sampled at the new stamp (counted in
+    ``acceleration_checked``; a re-seed from the measured state or a stop that starts a
+    new path is counted in ``acceleration_skipped``). A one-point, stamp-zero command is
+    checked against the previous one when they are consecutive ticks
+    (``q_k = q_(k-1) + (v_(k-1) + v_k) dt / 2``, how the controller integrates).
     """
 
     def __init__(self, joint_names, lower, upper, margin, v_max, a_max,
@@ -184,7 +191,7 @@ class CommandChecker:
         self.violations = 0
         self.examples = []
         self._order = (None, None)
-        self._q_prev = self._v_prev = None
+        self._previous = None  # (stamp [s], times, q, v) of the last command
 
     def _violation(self, what):
         self.violations += 1
@@ -221,9 +228,13 @@ class CommandChecker:
                 self._violation('command without points')
             return self.violations - before
         times, q, v = arrays
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec  # [ns]
         self.points += len(times)
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(times > 0)):
-            self._violation('non-finite command or non-positive time_from_start')
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and times[0] >= 0.0
+                and np.all(np.diff(times) > 0.0) and (stamp > 0 or times[0] > 0.0)):
+            self._violation('non-finite command, or time_from_start not increasing from 0 '
+                            '(stamped) or from a positive time (stamp zero): stamp '
+                            f'{stamp} ns, times {list(times)}')
             return self.violations - before
         low, high = q < self.lo, q > self.hi
         if low.any() or high.any():
@@ -235,27 +246,45 @@ class CommandChecker:
             k, j = np.argwhere(fast)[0]
             self._violation(f'{self.joint_names[j]} velocity {v[k, j]:.6g} beyond '
                             f'{self.v_max[j]:.6g}')
-        dt = np.diff(np.concatenate([[0.0], times]))
-        for k in range(len(times)):
-            if k == 0:
-                if self._v_prev is None:
-                    continue
-                consecutive = (len(times) == 1 and np.all(
-                    np.abs(q[0] - self._q_prev - v[0] * dt[0]) <= 1e-12 + 1e-12 * np.abs(q[0])))
-                if not consecutive:
-                    self.acceleration_skipped += 1
-                    continue
-                dv = np.abs(v[0] - self._v_prev)
-            else:
-                dv = np.abs(v[k] - v[k - 1])
-            self.acceleration_checked += 1
-            over = dv > self.a_max * dt[k] * (1 + 1e-6) + self.tolerance
-            if over.any():
-                j = int(np.argmax(over))
-                self._violation(f'{self.joint_names[j]} velocity change {dv[j]:.6g} in '
-                                f'{dt[k]:.6g} s beyond acceleration {self.a_max[j]:.6g}')
-        self._q_prev, self._v_prev = q[-1].copy(), v[-1].copy()
+        if stamp > 0 and np.any(v[-1]):
+            self._violation('stamped command window does not end at rest')
+        dt = np.diff(times)
+        for k in range(1, len(times)):
+            self._check_acceleration(v[k] - v[k - 1], dt[k - 1])
+        self._check_continuity(stamp, times, q, v)
+        self._previous = (stamp, times, q, v)
         return self.violations - before
+
+    def _check_acceleration(self, dv, dt):
+        self.acceleration_checked += 1
+        dv = np.abs(dv)
+        # times travel in whole nanoseconds: a spacing may read 1 ns short
+        over = dv > self.a_max * (dt + 1e-9) * (1 + 1e-6) + self.tolerance
+        if over.any():
+            j = int(np.argmax(over))
+            self._violation(f'{self.joint_names[j]} velocity change {dv[j]:.6g} in '
+                            f'{dt:.6g} s beyond acceleration {self.a_max[j]:.6g}')
+
+    def _check_continuity(self, stamp, times, q, v):
+        """Check the step from the previous command (class docstring)."""
+        if self._previous is None:
+            return
+        p_stamp, p_times, p_q, p_v = self._previous
+        if stamp > 0 and p_stamp > 0 and stamp >= p_stamp:
+            q_prev, v_prev = sample_points(p_times, p_q, p_v, 1e-9 * (stamp - p_stamp))
+            tol = 1e-6
+            if (np.max(np.abs(q[0] - q_prev)) <= tol and np.max(np.abs(v[0] - v_prev))
+                    <= tol + self.tolerance):
+                self.acceleration_checked += 1
+            else:
+                self.acceleration_skipped += 1
+            return
+        if stamp == 0 and p_stamp == 0 and len(times) == 1 and len(p_times) == 1:
+            step = 0.5 * (p_v[0] + v[0]) * times[0]
+            if np.all(np.abs(q[0] - p_q[0] - step) <= 1e-12 + 1e-12 * np.abs(q[0])):
+                self._check_acceleration(v[0] - p_v[0], times[0])
+                return
+        self.acceleration_skipped += 1
 
     def summary(self):
         """Return the counts and the first violations, as a dict."""
@@ -267,38 +296,37 @@ class CommandChecker:
 
 class MotionMonitor:
     """
-    The robot's measured motion (its joint_states) against the velocity limits.
+    The robot's measured motion (its joint_states) against its limits.
 
-    Records the largest ratio of measured speed to the limit, from the velocities the
-    robot reports and from position differences over its own stamps: a figure, not a
-    check of the controller. Commands within their limits move the arm too fast if they
-    come too often (each advances it by one period; refused joint_states messages once
-    triggered ticks), and also when they come late: a one-point command reaching a robot
-    that already stopped at the previous point is interpolated from rest, and the
-    trajectory controller's cubic then peaks at 4/3 of the commanded velocity.
+    The velocities the robot reports, and its positions over its own stamps through a
+    :class:`~ik_control.control.motion_meter.MotionMeter` (speed between consecutive
+    samples and over 10 ms spans, acceleration over 10 ms spans): figures of what the
+    robot did, whatever was commanded.
     """
 
-    def __init__(self, probe, v_max):
+    def __init__(self, probe, v_max, a_max):
         """Watch the states ``probe`` reads."""
         self.probe = probe
         self.v_max = np.asarray(v_max, dtype=float)
-        self.reported_ratio = self.differenced_ratio = 0.0
+        self.meter = MotionMeter(v_max, a_max)
+        self.reported_ratio = 0.0
         self.states = 0
-        self._previous = None
+        self._epoch = None
 
     def on_state(self, msg, t):
-        """Update the ratios with one joint_states message."""
-        q = self.probe.last_state_q
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        """Update the figures with one joint_states message."""
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         self.states += 1
+        if self._epoch is None:
+            self._epoch = stamp  # counted from here, to the nanosecond
         if len(msg.velocity) == len(msg.name):
             v = np.asarray(msg.velocity)[self.probe._state_order[1]]
             self.reported_ratio = max(self.reported_ratio, float(np.max(np.abs(v) / self.v_max)))
-        if self._previous is not None and stamp > self._previous[0]:
-            speed = np.abs(q - self._previous[1]) / (stamp - self._previous[0])
-            self.differenced_ratio = max(self.differenced_ratio,
-                                         float(np.max(speed / self.v_max)))
-        self._previous = (stamp, q.copy())
+        self.meter.add(1e-9 * (stamp - self._epoch), self.probe.last_state_q)
+
+    def summary(self):
+        """Return the measured ratios to the limits (a dict)."""
+        return {'reported_speed': self.reported_ratio, **self.meter.summary()}
 
 
 def checker_for(model, parameters):
@@ -365,6 +393,7 @@ class Probe:
         self.last_state_q = None
         self.commands = self.states = 0
         self.diagnostics = {}     # latest key/values of the controller
+        self.robot_diagnostics = {}  # latest key/values of sim_robot (its clamps)
         self.diagnostics_time = -math.inf
         self.status_codes_seen = set()
         self._state_order = (None, None)
@@ -408,6 +437,8 @@ class Probe:
                     self.diagnostics_time = t
                     self.status_codes_seen.update(
                         self.diagnostics.get('status_codes', '').split(','))
+                elif status.name.endswith(ROBOT_STATUS):
+                    self.robot_diagnostics = {kv.key: kv.value for kv in status.values}
             count += 1
         return count
 
@@ -716,7 +747,7 @@ def _settle(probe, pair, timeout=SETTLE_TIMEOUT):
 
     def steady():
         msg = probe.last_command
-        if msg is None or len(msg.points) != 1:
+        if msg is None:
             return False
         now = time.monotonic()
         q = np.array(msg.points[0].positions)
@@ -793,7 +824,7 @@ def run(messages=100000, rate=2000.0, robot='wam', seed=0, cycle=4000, quiet=100
              'limits.max_velocity', 'limits.max_acceleration'])
         checker = checker_for(model, parameters)
         probe.on_command = lambda msg, t: checker.check(msg)
-        monitor = MotionMonitor(probe, checker.v_max)
+        monitor = MotionMonitor(probe, checker.v_max, checker.a_max)
         probe.on_state = monitor.on_state
         refused_start = probe.refused()
         say(f"ready after {time.monotonic() - started:.1f} s; {parameters['rate_hz']:g} Hz; "
@@ -806,7 +837,7 @@ def run(messages=100000, rate=2000.0, robot='wam', seed=0, cycle=4000, quiet=100
             checker.check(msg)
             if window is None:
                 return
-            point = msg.points[0] if len(msg.points) == 1 else None
+            point = msg.points[0] if msg.points else None
             window['count'] += 1
             if point is None or max(
                     np.max(np.abs(np.array(point.positions) - window['q'])),
@@ -868,8 +899,7 @@ def run(messages=100000, rate=2000.0, robot='wam', seed=0, cycle=4000, quiet=100
         'limit_violations': summary['violations'],
         'violation_examples': summary['violation_examples'] + quiet_windows['examples'],
         'quiet_windows': quiet_windows, 'crashes': len(crashes), 'crash_details': crashes,
-        'measured_speed_ratio': {'reported': monitor.reported_ratio,
-                                 'differenced': monitor.differenced_ratio},
+        'measured_motion': monitor.summary(),
         'alive_at_end': alive,
         'status_codes_seen': sorted(c for c in probe.status_codes_seen if c),
         'final_diagnostics': diagnostics,
@@ -895,9 +925,12 @@ def table(results):
         ('commands changed in quiet windows', str(q['changed'])),
         ('limit violations', str(results['limit_violations'])),
         ('commands per joint_states received', f"{results['commands_per_state']:.3f}"),
-        ('measured speed / limit, max', '{reported:.3f} (reported by the robot), '
-                                        '{differenced:.3f} (from its positions)'.format(
-                                            **results['measured_speed_ratio'])),
+        ('robot speed / limit, max', '{reported_speed:.3f} reported; from positions '
+                                     '{step_speed_ratio:.3f} between samples, '
+                                     '{span_speed_ratio:.3f} over 10 ms'.format(
+                                         **results['measured_motion'])),
+        ('robot acceleration / limit, max', '{span_acceleration_ratio:.3f} over 10 ms'.format(
+            **results['measured_motion'])),
         ('violations (must be 0)', str(results['violations'])),
         ('crashes (must be 0)', str(results['crashes'])),
         ('duration [s]', f"{results['duration_s']:.1f}"),

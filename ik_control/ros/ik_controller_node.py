@@ -6,12 +6,21 @@ Topics (``E`` is each frame in ``end_effectors``):
 * subscribes ``joint_states`` (sensor_msgs/JointState; any order, extra joints ignored),
   ``~/E/target_pose`` (geometry_msgs/PoseStamped) and ``~/E/target_twist``
   (geometry_msgs/TwistStamped, velocity mode, valid for ``twist_timeout``);
-* publishes trajectory_msgs/JointTrajectory on ``output_topic`` (one point per tick: the
-  position one tick ahead and its velocity, header stamp zero = "start now", as
-  joint_trajectory_controller expects from a streaming source), ``~/E/goal_reached``
+* publishes, per ``command_interface``, on ``output_topic``: stamped
+  trajectory_msgs/JointTrajectory windows of the committed path (header stamp = the tick's
+  time, points up to ``max_expected_latency`` ahead, then braking to rest; see
+  :mod:`ik_control.control.command_window`), or std_msgs/Float64MultiArray positions or
+  velocities for the forward command controllers; ``~/E/goal_reached``
   (std_msgs/Bool, latched, on change) and diagnostic_msgs/DiagnosticArray on
   ``/diagnostics`` at ``diagnostics_rate``;
+* subscribes ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, every controlled
+  joint, header stamp zero = now): a joint-space plan (``jt_rrt_planner``'s, the style
+  adapter's) followed within the limits until its end, then held; a pose or twist goal
+  ends it (:mod:`ik_control.control.joint_goal`);
 * services ``~/hold`` and ``~/resume`` (std_srvs/Trigger);
+* serves the ``~/move_to_pose`` action (ik_control_interfaces/MoveToPose, see
+  :mod:`ik_control.ros.move_to_pose_server`; off, with a warning, where the interface
+  package is not installed);
 * subscribes ``~/obstacles`` (visualization_msgs/MarkerArray): SPHERE, CUBE and CYLINDER
   markers (ADD/MODIFY by namespace and id, DELETE, DELETEALL) are spheres the arm keeps
   ``obstacles.influence_distance`` away from where its task allows (SAM eq. 19, see
@@ -22,7 +31,10 @@ Goals in ``base_frame`` (or with an empty frame_id) are used as they are; goals 
 frame of the robot model are transformed by forward kinematics at the commanded state;
 other frames go through tf2 where tf2_ros is installed, and are refused otherwise.
 Refused messages never change the command; the reason is logged (throttled) and
-reported in the diagnostics.
+reported in the diagnostics. So is every transition of the controller (joint_states lost
+and regained, re-seeds, goals accepted, reached, unreachable or replaced, hold and
+resume, position limits engaged): once each, at most once per ``EVENT_LOG_PERIOD`` per
+kind, never per tick.
 """
 
 import math
@@ -33,14 +45,18 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control.control import status as status_mod
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.control.goal_state import GoalState
 from ik_control.ik.nullspace import manipulability
 from ik_control.ik.obstacles import bounding_radius, MAX_OBSTACLES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
-from ik_control.ros.cdr import JointStateReader, SerializedTemplate
-from ik_control.ros.conversions import sec_to_duration, time_to_sec, write_float_array
-from ik_control.ros.parameters import declare_all, in_range, Param, run_node, StartupError
-from ik_control.ros.realtime_loop import LoopStats, PolledGroup, RealtimeLoop, take_latest
+from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
+                                TrajectoryWriter)
+from ik_control.ros.conversions import pose_to_matrix
+from ik_control.ros.move_to_pose_server import MoveToPoseServer
+from ik_control.ros.parameters import coerce, declare_all, Param, run_node, StartupError
+from ik_control.ros.realtime_loop import (LoopStats, PolledGroup, RealtimeLoop,
+                                          set_realtime_priority, take_latest)
 from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
                                    unit_quaternion)
 import numpy as np
@@ -49,15 +65,29 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 NODE_NAME = 'ik_controller'
 MARKER_SHAPES = {Marker.SPHERE: 'sphere', Marker.CUBE: 'box', Marker.CYLINDER: 'cylinder'}
 MAX_MARKERS = 2 * MAX_OBSTACLES  # per MarkerArray message
 LOOP_MODES = ('synchronized', 'on_joint_states', 'timer')
+#: command_interface velocity: rate at which an offset between the robot (joint_states)
+#: and the commanded path is corrected [1/s] (time constant 0.1 s, slower than the
+#: joint_states period and the transport's latency, so the loop stays stable)
+VELOCITY_FEEDBACK_GAIN = 10.0
+#: a kind of controller event is logged at most once per this period; the ones left out
+#: are counted in the next message [s]
+EVENT_LOG_PERIOD = 1.0
+#: joint_states older than this when the command goes out (or stamped in the future) do
+#: not count in the latency statistics: a wrong or zero stamp, not a latency [s]
+MAX_LATENCY = 1.0
+#: command_interface -> the default output topic (the ros2_controllers' own topics)
+COMMAND_INTERFACES = {'trajectory': 'joint_trajectory_controller/joint_trajectory',
+                      'position': 'forward_position_controller/commands',
+                      'velocity': 'forward_velocity_controller/commands'}
 _S = SolverConfig()
 _C = ControllerConfig()
 _ARR_STR = Parameter.Type.STRING_ARRAY
@@ -74,8 +104,21 @@ PARAMETERS = {
     'joints': Param(_ARR_STR, 'Controlled joints, in command order; empty = every '
                               'non-fixed, non-mimic joint of the URDF.'),
     'rate_hz': Param(500.0, 'Control rate [Hz].', 1.0, 5000.0),
-    'output_topic': Param('joint_trajectory_controller/joint_trajectory',
-                          'Topic of the trajectory_msgs/JointTrajectory commands.'),
+    'command_interface': Param('trajectory', "Command stream: 'trajectory' (stamped "
+                               'trajectory_msgs/JointTrajectory windows for '
+                               "joint_trajectory_controller), 'position' or 'velocity' "
+                               '(std_msgs/Float64MultiArray for the forward command '
+                               'controllers).'),
+    'output_topic': Param('', "Topic of the commands; empty = the controller's default for "
+                              'command_interface: joint_trajectory_controller/'
+                              'joint_trajectory, forward_position_controller/commands or '
+                              'forward_velocity_controller/commands.'),
+    'max_expected_latency': Param(_C.max_expected_latency, 'How far ahead each trajectory '
+                                  'command commits the path (stamped points for every tick '
+                                  'in it, then braking to rest): a command delivered up to '
+                                  'this late is followed without a jump [s]; 0 = the '
+                                  'one-point, stamp-zero format (unsafe when the transport '
+                                  'delays or bunches messages).', 0.0, 1.0),
     'loop': Param('synchronized', "Tick scheduling: 'synchronized' (ticks at rate_hz on the "
                                   'own clock, phase-locked to arrive just after each '
                                   'joint_states message; under use_sim_time as '
@@ -110,7 +153,7 @@ PARAMETERS = {
     'solver.adaptive_damping': Param(_S.adaptive_damping, 'Raise damping as the smallest '
                                      'singular value falls below singular_epsilon.',
                                      dynamic=True),
-    'solver.damping_max': Param(0.2, 'Damping added at a singularity [m].', 0.0, 10.0,
+    'solver.damping_max': Param(_S.damping_max, 'Damping added at a singularity [m].', 0.0, 10.0,
                                 True),
     'solver.singular_epsilon': Param(_S.singular_epsilon, 'Smallest singular value below '
                                      'which damping grows [m/rad].', 1e-6, 10.0, True),
@@ -174,6 +217,7 @@ def controller_config(values):
         manipulability_gain=values['nullspace.manipulability_gain'])
     return ControllerConfig(
         rate_hz=values['rate_hz'], gain=values['solver.gain'],
+        max_expected_latency=values['max_expected_latency'],
         joint_state_timeout=values['joint_state_timeout'],
         twist_timeout=values['twist_timeout'], reseed_tolerance=values['reseed_tolerance'],
         position_margin=values['limits.position_margin'],
@@ -232,11 +276,16 @@ class IkControllerNode(Node):
         except IkControlError as exc:
             raise StartupError(str(exc)) from None
         self.clock_ = self.get_clock()
+        # the controller counts time from here: epoch seconds as floats resolve 0.24 us
+        self.epoch_ns = self._now_ns()
+        self._epoch = divmod(self.epoch_ns, 1_000_000_000)
         # the realtime loop ticks in the main thread and the executor serves services,
         # parameters and diagnostics from another: what changes the controller holds this
         self.lock = threading.Lock()
         self._tf_buffer = None
         self._refusals = 0
+        self._bad_stamps = 0  # joint_states whose stamp gives no latency (MAX_LATENCY)
+        self._event_logged = {}  # event kind -> (last log time [s], left out since)
         self.stats = _TickStats()
         self._last_tick = -math.inf
         self.period = 1.0 / values['rate_hz']
@@ -251,24 +300,35 @@ class IkControllerNode(Node):
         self._triggered = values['loop'] == 'on_joint_states' or (
             values['loop'] == 'synchronized' and self._sim_time)
         self._last_goal = np.zeros(len(self.model.end_effectors), dtype=bool)
+        # target_pose/target_twist messages taken per end effector: a MoveToPose goal is
+        # preempted when one comes for an effector it moves
+        self.topic_goals = [0] * len(self.model.end_effectors)
 
-        self._traj = JointTrajectory()
-        self._traj.joint_names = list(self.model.joint_names)
-        point = JointTrajectoryPoint()
-        sec_to_duration(1.0 / values['rate_hz'], point.time_from_start)
-        self._traj.points = [point]
-
-        # the realtime loop takes joint_states serialized and publishes the one-point
-        # command serialized (ik_control.ros.cdr): no Python messages on the 1 kHz path
-        self._state_reader = JointStateReader()
-        one_point = JointTrajectory(joint_names=self._traj.joint_names, points=[
-            JointTrajectoryPoint(time_from_start=sec_to_duration(self.period))])
-        self._command_template = SerializedTemplate(one_point, {
-            'positions': lambda msg, v: setattr(msg.points[0], 'positions', v),
-            'velocities': lambda msg, v: setattr(msg.points[0], 'velocities', v)},
-            len(self.model.joint_names))
-        self._command_q = self._command_template.view('positions')
-        self._command_v = self._command_template.view('velocities')
+        # commands are published serialized (ik_control.ros.cdr): no Python messages on
+        # the 1 kHz path, whatever the number of points
+        self._state_reader = JointStateReader(self.epoch_ns)
+        interface = values['command_interface']
+        if interface not in COMMAND_INTERFACES:
+            raise StartupError(f'command_interface must be one of {list(COMMAND_INTERFACES)}, '
+                               f"not '{interface}'")
+        self._interface = interface
+        self._stamp_zero = interface == 'trajectory' and values['max_expected_latency'] == 0.0
+        names = list(self.model.joint_names)
+        if interface == 'trajectory':
+            msg_type = JointTrajectory
+            # a window: point 0, the knots of max_expected_latency (ticks may come closer
+            # than a period after a late one), a braking knot per joint
+            self._writer = TrajectoryWriter(
+                names, max_points=int(4 * self.controller.lead * values['rate_hz'])
+                + len(names) + 16)
+            self._one_time = np.array([self.period])
+        else:
+            msg_type = Float64MultiArray
+            self._array = SerializedTemplate(
+                Float64MultiArray(), {'data': lambda msg, v: setattr(msg, 'data', v)},
+                len(names))
+            self._array_data = self._array.view('data')
+        output_topic = values['output_topic'] or COMMAND_INTERFACES[interface]
         self.joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._on_joint_state,
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE), callback_group=polled,
@@ -287,12 +347,20 @@ class IkControllerNode(Node):
             pub = self.create_publisher(Bool, f'~/{ee}/goal_reached', latched)
             pub.publish(Bool(data=False))
             self._goal_pubs.append(pub)
-        self._out = self.create_publisher(JointTrajectory, values['output_topic'], 10)
+        # a joint trajectory to follow (a planner's, the style adapter's): read from its bytes
+        self._joint_trajectory_reader = TrajectoryReader(epoch_ns=self.epoch_ns)
+        plan = self.create_subscription(JointTrajectory, '~/joint_trajectory',
+                                        self._on_joint_trajectory, 10, callback_group=polled,
+                                        raw=True)
+        self._target_subs.append((plan, plan.callback))
+        self._out = self.create_publisher(msg_type, output_topic, 10)
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._obstacles = {}  # (marker namespace, id) -> (centre in the base frame, radius)
         self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
         self.create_service(Trigger, '~/hold', self._on_hold)
         self.create_service(Trigger, '~/resume', self._on_resume)
+        # served by the executor thread, off the control loop (None without the interfaces)
+        self.move_to_pose = MoveToPoseServer.create(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if polled is None:
             self.create_timer(self.period, self._tick)
@@ -309,11 +377,21 @@ class IkControllerNode(Node):
             f"commands on '{self._out.topic_name}'")
 
     # ------------------------------------------------------------------ time
-    def _now(self):
-        """Node clock [s]: the system clock unless use_sim_time (``Clock.now()`` costs ~7 us)."""
+    def _now_ns(self):
+        """Node clock [ns]: the system clock unless use_sim_time (``Clock.now()`` costs ~7 us)."""
         if self.clock_.ros_time_is_active:
-            return self.clock_.now().nanoseconds * 1e-9
-        return time.time()
+            return self.clock_.now().nanoseconds
+        return time.time_ns()
+
+    def _now(self):
+        """Node clock [s] after :attr:`epoch_ns` (to the nanosecond: see cdr.stamp_seconds)."""
+        return (self._now_ns() - self.epoch_ns) * 1e-9
+
+    def _stamp_seconds(self, stamp):
+        """Return a builtin_interfaces/Time in seconds after :attr:`epoch_ns` (zero stays zero)."""
+        if stamp.sec == 0 and stamp.nanosec == 0:
+            return 0.0
+        return (stamp.sec - self._epoch[0]) + 1e-9 * (stamp.nanosec - self._epoch[1])
 
     # ------------------------------------------------------------------ inputs
     def _refuse(self, reason):
@@ -330,8 +408,13 @@ class IkControllerNode(Node):
         """Take a serialized joint_states message; return its stamp [s], or None if refused."""
         stamp, names, positions = self._state_reader.read(raw)
         try:
-            self.controller.set_joint_state(names, positions, now)
-            return stamp
+            if self.controller.set_joint_state(names, positions, now, stamp):
+                return stamp
+            # implausible (faster than the joints can move): refused by the controller
+            self._refusals += 1
+            self.get_logger().warning(f'refused: {self.controller.last_refusal}',
+                                      throttle_duration_sec=1.0)
+            return None
         except InputError as exc:
             self._refuse(str(exc))
             return None
@@ -371,17 +454,23 @@ class IkControllerNode(Node):
         M[:3, 3] = finite_vector([t.x, t.y, t.z], 3, 'transform')
         return M
 
+    def _on_joint_trajectory(self, raw):
+        """Follow a joint trajectory (header stamp zero: from now)."""
+        try:
+            stamp, names, times, positions, velocities = self._joint_trajectory_reader.read(raw)
+            start = stamp if stamp != 0.0 else self._now()
+            self.controller.set_joint_trajectory(names, times, positions, velocities, start)
+        except (InputError, ValueError) as exc:
+            self._refuse(f'joint_trajectory: {exc}')
+
     def _on_pose(self, ee, msg):
         try:
-            p, o = msg.pose.position, msg.pose.orientation
-            T = np.eye(4)
-            T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, f'{ee} target position')
-            T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w],
-                                                             f'{ee} target orientation'))
+            T = pose_to_matrix(msg.pose, f'{ee} target')
             T = self._target_in_base(msg.header.frame_id, T, msg.header.stamp)
             if not np.all(np.isfinite(T)):
                 raise InputError(f'{ee} target is not finite in the base frame')
             self.controller.set_target_matrix(ee, T)
+            self.topic_goals[self.controller.end_effector_index(ee)] += 1
             self._publish_goal(force=True)
         except InputError as exc:
             self._refuse(str(exc))
@@ -393,13 +482,14 @@ class IkControllerNode(Node):
                 raise InputError(f"{ee} target_twist must be in '{self.model.base_frame}' "
                                  f"(or have an empty frame_id), not '{frame}'")
             now = self._now()
-            stamp = time_to_sec(msg.header.stamp)
+            stamp = self._stamp_seconds(msg.header.stamp)
             if stamp != 0.0 and abs(now - stamp) > max(1.0, self.controller.config.twist_timeout):
                 raise InputError(f'{ee} target_twist stamp is {now - stamp:.3g} s away from '
                                  'now')
             t = msg.twist
             self.controller.set_twist_target(ee, [t.linear.x, t.linear.y, t.linear.z],
                                              [t.angular.x, t.angular.y, t.angular.z], now)
+            self.topic_goals[self.controller.end_effector_index(ee)] += 1
         except InputError as exc:
             self._refuse(str(exc))
 
@@ -454,15 +544,17 @@ class IkControllerNode(Node):
     def _on_hold(self, request, response):
         with self.lock:
             self.controller.hold()
+            self._log_events()
         response.success = True
-        response.message = 'holding the current pose'
+        response.message = 'holding the current pose; goals paused until ~/resume'
         return response
 
     def _on_resume(self, request, response):
         with self.lock:
             self.controller.resume()
+            self._log_events()
         response.success = True
-        response.message = 'following goals from the current pose'
+        response.message = 'following the paused goals again'
         return response
 
     def _on_set_parameters(self, params):
@@ -478,10 +570,10 @@ class IkControllerNode(Node):
             if not PARAMETERS[p.name].dynamic:
                 return SetParametersResult(successful=False,
                                            reason=f'{p.name} cannot change at run time')
-            reason = in_range(PARAMETERS, p.name, p.value)
+            value, reason = coerce(PARAMETERS, p.name, p.value)
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
-            values[p.name] = list(p.value) if isinstance(p.value, (list, tuple)) else p.value
+            values[p.name] = list(value) if isinstance(value, (list, tuple)) else value
         try:
             with self.lock:
                 self.controller.configure(controller_config(values))
@@ -499,12 +591,33 @@ class IkControllerNode(Node):
         self.stats.record(t0, time.perf_counter() - t0, np.nan)
 
     def _control(self, now=None):
-        command = self.controller.update(self._now() if now is None else now)
+        now = self._now() if now is None else now
+        command = self.controller.update(now)
         if command is not None:
-            self._publish_command(command)
+            self._publish_command(command, now)
         if np.any(self.controller.goal_reached != self._last_goal):
             self._publish_goal()
+        if self.controller.events:
+            self._log_events()
         return command
+
+    def _log_events(self):
+        """Log the controller's transitions, each kind at most once per EVENT_LOG_PERIOD."""
+        now = time.monotonic()
+        logger = self.get_logger()
+        for event in self.controller.drain_events():
+            last, left_out = self._event_logged.get(event.kind, (-math.inf, 0))
+            if now - last < EVENT_LOG_PERIOD:
+                self._event_logged[event.kind] = (last, left_out + 1)
+                continue
+            self._event_logged[event.kind] = (now, 0)
+            text = event.message + (f' ({left_out} more like it not logged)' if left_out
+                                    else '')
+            # one call site per severity: rclpy keys its log filters on the caller
+            if event.level == 'warn':
+                logger.warning(text)
+            else:
+                logger.info(text)
 
     def realtime_tick(self, state):
         """
@@ -537,7 +650,11 @@ class IkControllerNode(Node):
         command = self._control(now)
         if stamp is None or command is None:
             return None
-        return self._now() - stamp
+        age = self._now() - stamp
+        if not 0.0 <= age <= MAX_LATENCY:  # a zero, future or far-past stamp
+            self._bad_stamps += 1
+            return None
+        return age
 
     def spin(self, executor):
         """Run the node: the realtime loop, or the executor alone (``loop: timer``)."""
@@ -553,6 +670,13 @@ class IkControllerNode(Node):
                                  priority=self.values['realtime_priority'], stats=self.stats,
                                  synchronize=not self._triggered,
                                  spin_margin=self.values['busy_wait'])
+        if self.values['realtime_priority'] > 1:
+            # the executor thread one priority below the loop: at normal priority it was
+            # descheduled while holding the interpreter lock the loop waits for (priority
+            # inversion; with action goals at 2 Hz the p99 jitter of bench loop rose from
+            # 50 us to 600 us, 150 us with this). Run by the executor thread itself.
+            executor.create_task(set_realtime_priority, self.values['realtime_priority'] - 1,
+                                 self.get_logger())
         try:
             self.loop.run()
         except Exception:  # noqa: B902 - Ctrl-C mid-wait invalidates the subscriptions
@@ -562,21 +686,34 @@ class IkControllerNode(Node):
             if self.values['statistics_file']:
                 self.stats.save(self.values['statistics_file'])
 
-    def _publish_command(self, command):
-        if len(command.times) == 1:  # every tick but a stop: the serialized template
-            self._command_q[:] = command.positions[0]
-            self._command_v[:] = command.velocities[0]
-            self._out.publish(self._command_template.payload())
+    def _publish_command(self, command, now):
+        """
+        Publish the command of the tick at ``now`` [s] (module docstring).
+
+        trajectory: the window, header stamp ``now`` (or, with max_expected_latency 0,
+        the knot one period ahead alone, stamp zero); position and velocity: the path one
+        period ahead.
+        """
+        if self._interface == 'trajectory':
+            if self._stamp_zero:
+                q, v = command.at(self.period)
+                self._out.publish(self._writer.payload(0, self._one_time, q[None], v[None]))
+            else:
+                self._out.publish(self._writer.payload(self.epoch_ns + round(now * 1e9),
+                                                       command.times,
+                                                       command.positions, command.velocities))
             return
-        points = self._traj.points
-        if len(points) != len(command.times):
-            points = [JointTrajectoryPoint() for _ in command.times]
-            self._traj.points = points
-        for point, t, q, v in zip(points, command.times, command.positions, command.velocities):
-            sec_to_duration(t, point.time_from_start)
-            write_float_array(point, 'positions', q)
-            write_float_array(point, 'velocities', v)
-        self._out.publish(self._traj)
+        q, v = command.at(self.period)
+        if self._interface == 'position':
+            self._array_data[:] = q
+        else:
+            # a velocity-commanded robot integrates what it is sent: the offset from the
+            # path (at the measurement's time) is fed back, or it would drift off it
+            c = self.controller
+            q_path, _ = c.path.sample(c.state_stamp)
+            v += VELOCITY_FEEDBACK_GAIN * (q_path - c.q_meas)
+            np.clip(v, -c.v_max, c.v_max, out=self._array_data)
+        self._out.publish(self._array.payload())
 
     def _publish_goal(self, force=False):
         reached = self.controller.goal_reached
@@ -593,7 +730,11 @@ class IkControllerNode(Node):
                       ('sigma_min', f'{c.sigma_min():.4g}'),
                       ('refused_messages', str(self._refusals)),
                       ('last_refusal', c.last_refusal),
-                      ('reseeds', str(c.reseeds))]
+                      ('reseeds', str(c.reseeds)),
+                      ('link', c.link.name),
+                      ('implausible_states', str(c.implausible_states)),
+                      ('stamps_out_of_range', str(self._bad_stamps))]
+            goal_states = [GoalState(int(g)).name for g in c.goal_state]
             err_p, err_r = c.tracking_errors()
             reached = c.goal_reached.copy()
             values.append(('obstacles', str(c.obstacles.radii.size)))
@@ -603,6 +744,7 @@ class IkControllerNode(Node):
             values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))
             values.append((f'{ee}.orientation_error_rad', f'{err_r[i]:.6g}'))
             values.append((f'{ee}.goal_reached', str(bool(reached[i]))))
+            values.append((f'{ee}.goal', goal_states[i]))
         if J is not None:
             values.append(('manipulability', f'{manipulability(J):.4g}'))
         values += [(key, f'{value:.1f}') for key, value in

@@ -5,6 +5,10 @@ Each entry of a table is a :class:`Param`: default (which fixes the type), descr
 with units, optional numeric range, and whether it may change at run time. Out-of-range
 or wrongly typed values at start-up become a :class:`StartupError` with a one-line
 message; ``run_node`` prints it and exits with status 2 instead of a traceback.
+
+A double parameter takes an integer too, as a ROS user expects (``ros2 param set /node
+gain 5``): it is declared with dynamic typing and :func:`coerce` converts the value, or
+refuses it naming the parameter, the expected type and the range.
 """
 
 from dataclasses import dataclass
@@ -39,6 +43,8 @@ def descriptor(name, param):
     """Return a ParameterDescriptor with the description, range and read-only flag of ``param``."""
     d = ParameterDescriptor(name=name, description=param.description,
                             read_only=not param.dynamic)
+    if isinstance(param.default, float):
+        d.dynamic_typing = True  # an integer is taken for a double (see coerce)
     if param.lo is not None:
         if isinstance(param.default, int) and not isinstance(param.default, bool):
             d.integer_range = [IntegerRange(from_value=int(param.lo), to_value=int(param.hi),
@@ -67,8 +73,35 @@ def declare_all(node, table):
             value = None
         if isinstance(param.default, Parameter.Type):
             value = list(value or [])
+        value, reason = coerce(table, name, value)
+        if reason:
+            raise StartupError(f"parameter '{name}': {reason}")
         values[name] = value
     return values
+
+
+def _expected(param):
+    kind = {bool: 'a bool', int: 'an integer', float: 'a double (or an integer)',
+            str: 'a string'}.get(type(param.default), 'an array')
+    if param.lo is not None:
+        kind += f' in [{param.lo:g}, {param.hi:g}]'
+    return kind
+
+
+def coerce(table, name, value):
+    """
+    Return ``(value, reason)``: ``value`` in the type of parameter ``name``, or why not.
+
+    An integer for a double is converted; a value of another type or out of the range
+    gives a reason naming the parameter, the expected type and the range.
+    """
+    param = table[name]
+    if isinstance(param.default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value, (f'{name} expects {_expected(param)}, got '
+                           f'{type(value).__name__} {value!r}')
+        value = float(value)
+    return value, in_range(table, name, value)
 
 
 def in_range(table, name, value):
@@ -77,7 +110,7 @@ def in_range(table, name, value):
     if param.lo is None or isinstance(value, (str, bool, list, tuple)):
         return ''
     if not (param.lo <= value <= param.hi):
-        return f'{name} = {value} is outside [{param.lo}, {param.hi}]'
+        return f'{name} = {value} is outside the range: expected {_expected(param)}'
     return ''
 
 

@@ -1,7 +1,7 @@
 """
 ``sim_robot``: an embedded simulated robot behind a joint_trajectory_controller interface.
 
-Subscribes ``trajectory_msgs/JointTrajectory`` on ``trajectory_topic`` with
+Subscribes ``trajectory_msgs/JointTrajectory`` on ``command_topic`` with
 ros2_control joint_trajectory_controller semantics (a new message replaces the
 active trajectory, header stamp zero means now, linear or cubic interpolation,
 partial joint sets allowed; see :mod:`ik_control.sim.trajectory`), steps a
@@ -21,15 +21,17 @@ Run: ``ros2 run ik_control sim_robot --ros-args -p urdf_path:=wam.urdf``.
 import sys
 from typing import List
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from ik_control.kinematics import RobotModel
-from ik_control.ros.cdr import SerializedTemplate
-from ik_control.ros.conversions import joint_trajectory_to_arrays
+from ik_control.ros.cdr import SerializedTemplate, TrajectoryReader
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.ros.realtime_loop import PolledGroup, RealtimeLoop, take_all
 from ik_control.sim.kinematic import KinematicSim
+import numpy as np
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 __all__ = ['SimRobotNode', 'main', 'BACKENDS', 'PARAMETERS']
@@ -63,9 +65,24 @@ PARAMETERS = {
         '0 = normal scheduling.', 0, 98),
     'rate_hz': Param(
         500.0, 'Rate of simulation steps and joint_states messages [Hz].', 1.0, 2000.0),
-    'trajectory_topic': Param(
-        'joint_trajectory_controller/joint_trajectory',
-        'Topic of trajectory_msgs/JointTrajectory commands.'),
+    'command_interface': Param(
+        'trajectory', "Commands taken: 'trajectory' (trajectory_msgs/JointTrajectory with "
+        "joint_trajectory_controller semantics), 'position' or 'velocity' "
+        '(std_msgs/Float64MultiArray, one value per joint of `joints`, as the forward '
+        'command controllers take).'),
+    'command_topic': Param(
+        '', 'Topic of the commands; empty = joint_trajectory_controller/joint_trajectory, '
+        'forward_position_controller/commands or forward_velocity_controller/commands, by '
+        'command_interface.'),
+    'enforce_limits': Param(
+        True, 'Saturate setpoints at the URDF velocity limits and max_acceleration, as '
+        "ros2_control's joint_limits does; every clamp is counted and logged."),
+    'max_acceleration': Param(
+        [10.0], 'Joint acceleration limits of the saturation, one or one per joint '
+        '[rad/s^2 or m/s^2].'),
+    'velocity_command_timeout': Param(
+        0.1, "command_interface 'velocity': a velocity command older than this is "
+        'replaced by zero (a hardware watchdog) [s].', 0.001, 10.0),
     'lag_time_constant': Param(
         0.0, 'Kinematic backend: first-order lag time constant [s]; 0 = ideal '
         'tracking.', 0.0, 10.0),
@@ -80,6 +97,11 @@ PARAMETERS = {
 }
 
 
+COMMAND_TOPICS = {'trajectory': 'joint_trajectory_controller/joint_trajectory',
+                  'position': 'forward_position_controller/commands',
+                  'velocity': 'forward_velocity_controller/commands'}
+
+
 def make_sim(values, t0):
     """
     Build the simulated robot from the parameter values, at time ``t0`` [s].
@@ -92,18 +114,35 @@ def make_sim(values, t0):
     if backend not in BACKENDS:
         raise StartupError('unknown backend %r; choose one of %s'
                            % (backend, ', '.join(BACKENDS)))
+    if values['command_interface'] not in COMMAND_TOPICS:
+        raise StartupError('command_interface must be one of %s, not %r'
+                           % (list(COMMAND_TOPICS), values['command_interface']))
     urdf = values['robot_description'] or values['urdf_path']
     q0 = values['initial_positions'] or None
     try:
+        robot = RobotModel.from_urdf(urdf, joints=values['joints'])
+        v_max = a_max = None
+        if values['enforce_limits']:
+            v_max = robot.velocity_limit
+            a_max = np.array(values['max_acceleration'], dtype=float)
+            if a_max.size not in (1, robot.nq) or not np.all(a_max > 0):
+                raise StartupError('max_acceleration needs 1 or %d values > 0, got %s'
+                                   % (robot.nq, list(a_max)))
+            a_max = np.broadcast_to(a_max, (robot.nq,)).copy()
         if backend == 'kinematic':
-            robot = RobotModel.from_urdf(urdf, joints=values['joints'])
-            return KinematicSim(robot.joint_names, robot.lower, robot.upper, q0,
-                                tau=values['lag_time_constant'], t0=t0)
-        from ik_control.sim.mujoco_sim import MujocoSim
-        return MujocoSim(urdf, values['joints'], q0, kp=values['kp'], kv=values['kv'],
-                         gravity_compensation=values['gravity_compensation'], t0=t0)
+            sim = KinematicSim(robot.joint_names, robot.lower, robot.upper, q0,
+                               tau=values['lag_time_constant'], t0=t0, v_max=v_max,
+                               a_max=a_max)
+        else:
+            from ik_control.sim.mujoco_sim import MujocoSim
+            sim = MujocoSim(urdf, values['joints'], q0, kp=values['kp'], kv=values['kv'],
+                            gravity_compensation=values['gravity_compensation'], t0=t0,
+                            v_max=v_max, a_max=a_max)
     except ValueError as exc:  # ModelError is one
         raise StartupError(str(exc)) from None
+    sim.interface = values['command_interface']
+    sim.command_timeout = values['velocity_command_timeout']
+    return sim
 
 
 class SimRobotNode(Node):
@@ -113,6 +152,8 @@ class SimRobotNode(Node):
         """Declare and validate the parameters, build the simulation, start the timer."""
         super().__init__(NODE_NAME, **kwargs)
         p = declare_all(self, PARAMETERS)
+        # the simulation counts time from here: epoch seconds as floats resolve 0.24 us
+        self.epoch_ns = self.get_clock().now().nanoseconds
         self.sim = make_sim(p, self._now())
         # joint_states are published serialized from a template (ik_control.ros.cdr)
         names = list(self.sim.joint_names)
@@ -123,22 +164,34 @@ class SimRobotNode(Node):
         self._js_velocity = self._js.view('velocity')
         self._js_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._last_ns = None  # time of the last step [ns]
+        self._last_stamp_ns = None  # stamp of the last joint_states published [ns]
         if p['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{p['loop']}'")
         self.values = p
         polled = PolledGroup() if p['loop'] == 'fixed_rate' else None
+        interface = p['command_interface']
+        msg_type = JointTrajectory if interface == 'trajectory' else Float64MultiArray
+        # trajectories are read from their bytes (rclpy takes milliseconds for a window
+        # of 30 points of 16 joints; ik_control.ros.cdr)
+        self._trajectory_reader = TrajectoryReader(epoch_ns=self.epoch_ns)
         self._traj_sub = self.create_subscription(
-            JointTrajectory, p['trajectory_topic'], self._on_trajectory, 10,
-            callback_group=polled)
+            msg_type, p['command_topic'] or COMMAND_TOPICS[interface], self._on_command, 10,
+            callback_group=polled, raw=interface == 'trajectory')
+        self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._reported_clamps = 0
+        self._rejected = 0
+        self.create_timer(1.0, self._publish_diagnostics)
         if polled is None:
             self._timer = self.create_timer(1.0 / p['rate_hz'], self._on_tick)
         self.get_logger().info(
-            '%s backend, %d joints %s, %.0f Hz, trajectories on %s'
+            '%s backend, %d joints %s, %.0f Hz, %s commands on %s, limits %s'
             % (p['backend'], len(self.joint_names), self.joint_names, p['rate_hz'],
-               self._traj_sub.topic_name))
+               interface, self._traj_sub.topic_name,
+               'enforced' if p['enforce_limits'] else 'not enforced'))
 
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        """Node clock [s] after :attr:`epoch_ns` (to the nanosecond: see cdr.stamp_seconds)."""
+        return (self.get_clock().now().nanoseconds - self.epoch_ns) * 1e-9
 
     @property
     def joint_names(self) -> List[str]:
@@ -152,16 +205,31 @@ class SimRobotNode(Node):
             # simulator, no step and no new joint_states until it moves
             return
         self._last_ns = now_ns
-        self.sim.step(now_ns * 1e-9)
-        self._js.set_stamp(now_ns)
+        self.sim.step((now_ns - self.epoch_ns) * 1e-9)
+        # the state's own time (MuJoCo steps in whole timesteps: up to one before now)
+        stamp_ns = self.epoch_ns + round(self.sim.time * 1e9)
+        if stamp_ns == self._last_stamp_ns:
+            return  # no new state
+        self._last_stamp_ns = stamp_ns
+        self._js.set_stamp(stamp_ns)
         self._js_position[:] = self.sim.position
         self._js_velocity[:] = self.sim.velocity
         self._js_pub.publish(self._js.payload())
 
     def realtime_tick(self, _message):
-        """Run one step of the fixed-rate loop: trajectories in arrival order, step, publish."""
-        for trajectory in take_all(self._traj_sub):
-            self._on_trajectory(trajectory)  # each valid one replaces the active one
+        """
+        Run one step of the fixed-rate loop: the newest valid command, step, publish.
+
+        As a ros2_control controller reads its realtime buffer once per update: the
+        commands that came since the last step are checked in arrival order at one
+        state, each valid one replacing the one before, so the newest valid one is
+        followed (stepping between them would move the robot along stale trajectories).
+        """
+        commands = take_all(self._traj_sub)
+        if commands:
+            self.sim.step(self._now())  # the state at receipt
+            for command in commands:
+                self._apply(command)
         self._on_tick()
 
     def spin(self, executor):
@@ -172,15 +240,51 @@ class SimRobotNode(Node):
         RealtimeLoop(self, executor, 1.0 / self.values['rate_hz'], self.realtime_tick,
                      priority=self.values['realtime_priority']).run()
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_command(self, msg) -> None:
+        """Apply one command on arrival (``loop: timer``: the executor's callback)."""
+        self.sim.step(self._now())
+        self._apply(msg)
+
+    def _apply(self, msg) -> bool:
+        """Apply a command to the simulation at its current state; False if rejected."""
         try:
-            arrays = joint_trajectory_to_arrays(msg)
-            self.sim.step(self._now())
-            self.sim.set_trajectory(arrays.joint_names, arrays.times, arrays.positions,
-                                    arrays.velocities, start_time=arrays.start_time)
+            if self.sim.interface == 'trajectory':
+                stamp, names, times, positions, velocities = self._trajectory_reader.read(msg)
+                self.sim.set_trajectory(names, times, positions, velocities, start_time=stamp)
+            elif self.sim.interface == 'position':
+                self.sim.command_positions(msg.data)
+            else:
+                self.sim.command_velocities(msg.data)
+            return True
         except ValueError as exc:
-            self.get_logger().warning('rejected trajectory: %s' % exc,
-                                      throttle_duration_sec=1.0)
+            interface = self.sim.interface
+            self._reject('trajectory' if interface == 'trajectory' else f'{interface} command',
+                         exc)
+            return False
+
+    def _reject(self, what, exc):
+        self._rejected += 1
+        self.get_logger().warning(f'rejected {what}: {exc}', throttle_duration_sec=1.0)
+
+    def _publish_diagnostics(self) -> None:
+        """Publish the clamp and rejection counts on /diagnostics; warn when clamps grow."""
+        clamps = self.sim.clamps
+        if clamps > self._reported_clamps:
+            self.get_logger().warning(
+                f'{clamps - self._reported_clamps} setpoints clamped at the joint limits in '
+                f'the last second ({clamps} in all): the command stream was unsafe')
+            self._reported_clamps = clamps
+        level = DiagnosticStatus.WARN if clamps else DiagnosticStatus.OK
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [DiagnosticStatus(
+            level=level, name=f'{self.get_name()}: simulated robot',
+            hardware_id=self.values['backend'],
+            message='setpoints clamped: unsafe command stream' if clamps else 'OK',
+            values=[KeyValue(key='clamps', value=str(clamps)),
+                    KeyValue(key='rejected_commands', value=str(self._rejected)),
+                    KeyValue(key='command_interface', value=self.sim.interface)])]
+        self._diag.publish(msg)
 
 
 def main(args=None) -> None:

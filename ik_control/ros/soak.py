@@ -13,7 +13,10 @@ warm-up of :data:`WARMUP` seconds:
 * memory: resident set size of both node processes (``VmRSS`` in ``/proc/<pid>/status``)
   at the start and the end of the measurement, and its growth;
 * limit violations: every command checked as in the fuzz bench
-  (:class:`~ik_control.ros.fuzz.CommandChecker`, :class:`~ik_control.ros.fuzz.MotionMonitor`);
+  (:class:`~ik_control.ros.fuzz.CommandChecker`); the robot's own motion
+  (:class:`~ik_control.ros.fuzz.MotionMonitor`: speed between samples and over 10 ms,
+  acceleration over 10 ms, as ratios of the limits) and the setpoints its saturation had
+  to clamp (``clamps`` in sim_robot's diagnostics);
 * message losses: the controller ticks once per joint_states message (its loop is
   phase-locked to them at the same rate), so the commands expected are the joint_states
   messages the robot published in the window (as received here) and the loss is
@@ -38,7 +41,7 @@ UNREACHABLE_SHARE = 0.25  # share of goals out of reach
 WARMUP = 5.0             # seconds before the measurement starts [s]
 SAMPLE_PERIOD = 1.0      # RSS and rate samples [s]
 PROGRESS_PERIOD = 10.0   # progress lines on stderr [s]
-GOALS = {'rate_hz': 999.5, 'rss_growth_mib': 5.0, 'violations': 0}
+GOALS = {'rate_hz': 999.5, 'rss_growth_mib': 5.0, 'violations': 0, 'speed_ratio': 1.05}
 
 
 def _goal(model, rng, ready, i, unreachable):
@@ -90,7 +93,7 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
              'limits.max_velocity', 'limits.max_acceleration'])
         rate_hz = float(parameters['rate_hz'])
         checker = fuzz.checker_for(model, parameters)
-        monitor = fuzz.MotionMonitor(probe, checker.v_max)
+        monitor = fuzz.MotionMonitor(probe, checker.v_max, checker.a_max)
         probe.on_command = lambda msg, t: checker.check(msg)
         probe.on_state = monitor.on_state
         say(f'ready; {rate_hz:g} Hz; warm-up {WARMUP:g} s, then {minutes:g} min of goals '
@@ -191,8 +194,8 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
             'controller': (end['rss_controller_kib'] - base['rss_controller_kib']) / 1024.0},
         'commands_checked': summary['commands'], 'violations': summary['violations'],
         'violation_examples': summary['violation_examples'],
-        'measured_speed_ratio': {'reported': monitor.reported_ratio,
-                                 'differenced': monitor.differenced_ratio},
+        'measured_motion': monitor.summary(),
+        'robot_clamps': int(probe.robot_diagnostics.get('clamps', -1)),
         'losses': {'commands_expected': states, 'commands_received': commands,
                    'lost': states - commands, 'non_consecutive_pairs': skipped,
                    'reseeds': int(float(final.get('reseeds', 0)))
@@ -204,7 +207,11 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
         'rate_hz >= 999.5': results['rate']['commands_per_s'] >= GOALS['rate_hz'],
         'rss growth <= 5 MiB': max(results['rss_growth_mib'].values())
         <= GOALS['rss_growth_mib'],
-        'violations == 0': results['violations'] == 0}
+        'violations == 0': results['violations'] == 0,
+        'robot speed <= 1.05x limit': max(results['measured_motion']['step_speed_ratio'],
+                                          results['measured_motion']['span_speed_ratio'])
+        <= GOALS['speed_ratio'],
+        'robot clamps == 0': results['robot_clamps'] == 0}
     return results
 
 
@@ -232,9 +239,13 @@ def table(results):
                                               f"({g['controller']:+.2f})"),
         ('commands checked', str(results['commands_checked'])),
         ('limit violations (must be 0)', str(results['violations'])),
-        ('measured speed / limit, max', '{reported:.3f} reported, {differenced:.3f} '
-                                        'from positions'.format(
-                                            **results['measured_speed_ratio'])),
+        ('robot speed / limit, max', '{reported_speed:.3f} reported; from positions '
+                                     '{step_speed_ratio:.3f} between samples, '
+                                     '{span_speed_ratio:.3f} over 10 ms'.format(
+                                         **results['measured_motion'])),
+        ('robot acceleration / limit, max', '{span_acceleration_ratio:.3f} over 10 ms'.format(
+            **results['measured_motion'])),
+        ('setpoints clamped by the robot (must be 0)', str(results['robot_clamps'])),
         ('commands expected / received / lost', f"{loss['commands_expected']} / "
                                                 f"{loss['commands_received']} / "
                                                 f"{loss['lost']}"),

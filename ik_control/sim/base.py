@@ -11,8 +11,13 @@ current state as the implicit point 0 (JTC semantics, see
 
 from typing import Optional, Sequence, Tuple
 
+from ik_control.sim.saturation import SetpointSaturation
 from ik_control.sim.trajectory import JointTrajectorySampler
 import numpy as np
+
+#: Command interfaces of a simulated robot (ros2_controllers that receive them):
+#: joint_trajectory_controller, forward position and forward velocity controllers.
+COMMAND_INTERFACES = ('trajectory', 'position', 'velocity')
 
 __all__ = ['SimRobot', 'clip_initial_positions']
 
@@ -42,9 +47,19 @@ class SimRobot:
     Subclasses set, in their constructor, ``self._names`` (tuple of joint
     names), ``self._position`` and ``self._velocity`` (float arrays of shape
     (n,)), ``self._time`` (time of the state [s]) and ``self.sampler`` (a
-    :class:`JointTrajectorySampler` over the same joints), and implement
-    :meth:`step`.
+    :class:`JointTrajectorySampler` over the same joints), call
+    :meth:`_init_setpoint`, and implement :meth:`step` on :meth:`setpoint`.
+
+    The setpoint comes from the active trajectory (``trajectory`` interface), from the
+    last position command (``position``: held, as a forward position controller does) or
+    from the last velocity command (``velocity``: integrated; zero after
+    :attr:`command_timeout`, as a hardware watchdog does), and goes through the robot's
+    :class:`~ik_control.sim.saturation.SetpointSaturation` (ros2_control's joint_limits)
+    when limits are enforced.
     """
+
+    #: A velocity command older than this [s] is replaced by zero (a watchdog).
+    command_timeout = 0.1
 
     sampler: JointTrajectorySampler
 
@@ -89,11 +104,57 @@ class SimRobot:
             start_time=start_time, now=self._time if now is None else now,
             current_position=self._position, current_velocity=self._velocity)
 
+    def _init_setpoint(self, lower, upper, v_max=None, a_max=None):
+        """Set up the setpoint source and the saturation (limits [rad, rad/s, rad/s^2])."""
+        n = len(self._names)
+        inf = np.full(n, np.inf)
+        self.interface = 'trajectory'
+        self.saturation = SetpointSaturation(lower, upper, inf if v_max is None else v_max,
+                                             inf if a_max is None else a_max, self._position)
+        self._setpoint_time = self._time
+        self._command_velocity = np.zeros(n)
+        self._command_time = -np.inf
+
+    @property
+    def clamps(self) -> int:
+        """Setpoints the robot-side saturation had to change (an unsafe command stream)."""
+        return self.saturation.clamps
+
+    def command_positions(self, positions, now: Optional[float] = None) -> None:
+        """Take a forward position command [rad or m], held until the next one."""
+        q = np.asarray(positions, dtype=float).reshape(-1)
+        if q.shape != (len(self._names),) or not np.all(np.isfinite(q)):
+            raise ValueError('position command must be %d finite values' % len(self._names))
+        self.sampler.hold(self._time if now is None else now, q)
+
+    def command_velocities(self, velocities, now: Optional[float] = None) -> None:
+        """Take a forward velocity command [rad/s or m/s], valid for command_timeout."""
+        v = np.asarray(velocities, dtype=float).reshape(-1)
+        if v.shape != (len(self._names),) or not np.all(np.isfinite(v)):
+            raise ValueError('velocity command must be %d finite values' % len(self._names))
+        self._command_velocity[:] = v
+        self._command_time = self._time if now is None else now
+
+    def setpoint(self, t: float):
+        """Return the (saturated) setpoint ``(q, qd)`` at time ``t`` [s] (class docstring)."""
+        dt = t - self._setpoint_time
+        self._setpoint_time = t
+        sat = self.saturation
+        if self.interface == 'velocity':
+            if t - self._command_time > self.command_timeout:
+                self._command_velocity[:] = 0.0
+            return sat.apply(sat.q + self._command_velocity * dt, dt)
+        q_des, _ = self.sampler.sample(t)
+        return sat.apply(q_des, dt)
+
     def _clock_reset(self, t: float) -> bool:
         """Handle a backward clock jump to ``t`` [s]; return True if there was one."""
         if t >= self._time - self.clock_reset_threshold:
             return False
         self.sampler.hold(t, self._position)
+        self.saturation.reset(self._position)
+        self._command_velocity[:] = 0.0
+        self._setpoint_time = t
         self._velocity[:] = 0.0
         self._time = t
         return True

@@ -17,7 +17,7 @@ class KinematicSim(SimRobot):
     :math:`[q_{lo}, q_{hi}]`:
 
     * ``tau == 0`` (ideal tracking): :math:`q = q_d(t)`; :math:`\dot q` is the
-      setpoint velocity, zero for joints whose setpoint is clipped.
+      setpoint velocity over the step, so that position, velocity and time agree.
     * ``tau > 0`` (first-order lag, exact discretisation over the step
       :math:`\Delta t = t - t_{prev}`):
       :math:`q \leftarrow q + (q_d(t) - q)(1 - e^{-\Delta t/\tau})`,
@@ -44,7 +44,7 @@ class KinematicSim(SimRobot):
 
     def __init__(self, joint_names: Sequence[str], lower, upper,
                  initial_positions: Optional[Sequence[float]] = None,
-                 tau: float = 0.0, t0: float = 0.0):
+                 tau: float = 0.0, t0: float = 0.0, v_max=None, a_max=None):
         self._names = tuple(joint_names)
         n = len(self._names)
         self.lower = np.array(lower, dtype=float).reshape(-1)
@@ -61,9 +61,8 @@ class KinematicSim(SimRobot):
         self._time = float(t0)
         self._position = q0.copy()
         self._velocity = np.zeros(n)
-        self._target = np.empty(n)
-        self._clipped = np.empty(n, dtype=bool)
         self.sampler = JointTrajectorySampler(self._names, q0, t0=self._time)
+        self._init_setpoint(self.lower, self.upper, v_max, a_max)
 
     def step(self, t: float) -> None:
         """
@@ -77,13 +76,10 @@ class KinematicSim(SimRobot):
         if dt <= 0.0:
             self._clock_reset(t)
             return
-        q_des, qd_des = self.sampler.sample(t)
-        target = np.clip(q_des, self.lower, self.upper, out=self._target)
+        target, qd_des = self.setpoint(t)  # inside the limits
         if self.tau <= 0.0:
-            np.not_equal(target, q_des, out=self._clipped)
             self._position[:] = target
             self._velocity[:] = qd_des
-            self._velocity[self._clipped] = 0.0
         else:
             alpha = -np.expm1(-dt / self.tau)
             # velocity holds the increment first, then is divided by dt.

@@ -20,7 +20,22 @@ Model built through :class:`mujoco.MjSpec`:
   :math:`h \sqrt{k_p / M_{jj}}` must stay below about 1;
 * one position actuator per commanded joint, torque (or force)
   :math:`\tau = k_p (q_d - q) - k_v \dot q`, saturated by the joint's URDF
-  ``effort`` limit (MuJoCo's ``actuatorfrcrange``);
+  ``effort`` limit (MuJoCo's ``actuatorfrcrange``). (A velocity feed-forward,
+  :math:`k_v (\dot q_d - \dot q)`, removes the lag :math:`k_v \dot q / k_p` but let
+  the effort-saturated SIMON torso overshoot its limit: not used);
+* **armature** (the drive's reflected rotor inertia), by a stated rule: each
+  commanded joint's inertia :math:`M_{jj}` (joint-space inertia at the initial
+  configuration) is raised to at least :math:`k_p h^2 / (\omega h)_{max}^2` with
+  :math:`(\omega h)_{max}` = ``MAX_OMEGA_H`` (0.5), so that the servo's natural
+  frequency :math:`\omega = \sqrt{k_p / (M_{jj} + a_j)}` is resolved by the
+  timestep :math:`h`. Without it the WAM wrist (:math:`M_{77} = 7.6 \cdot
+  10^{-5}\,kg\,m^2`, :math:`\omega h \approx 5` at :math:`k_p = 2000`) rang at
+  about 250 Hz; with it, 0.008 kg m^2, the order of a geared wrist motor's
+  reflected inertia;
+* **servo damping** :math:`k_v`: given, or critical
+  (``damping_ratio``) for the joint's inertia with its armature,
+  :math:`k_v = 2 \zeta \sqrt{k_p (M_{jj} + a_j)}`; the joints' passive damping
+  and friction are the URDF's ``<dynamics>`` (none when absent);
 * joints of the URDF that are not commanded (fingers, ...) are **held** by the
   same kind of position actuator at their initial position ``clip(0, lower,
   upper)``;
@@ -42,7 +57,11 @@ from ik_control.sim.base import clip_initial_positions, SimRobot
 from ik_control.sim.trajectory import JointTrajectorySampler
 import numpy as np
 
-__all__ = ['MujocoSim']
+__all__ = ['MAX_OMEGA_H', 'MujocoSim']
+
+#: largest servo natural frequency times the timestep: the armature rule keeps every
+#: joint's ``sqrt(kp / (M_jj + armature)) * timestep`` at most this [-]
+MAX_OMEGA_H = 0.5
 
 
 def _integrator(mujoco):
@@ -101,7 +120,7 @@ class MujocoSim(SimRobot):
                  kp: float = 2000.0, kv: float = 0.0,
                  gravity_compensation: bool = True, timestep: float = 1e-3,
                  t0: float = 0.0, max_lag: float = 0.1,
-                 damping_ratio: float = 1.0):
+                 damping_ratio: float = 1.0, v_max=None, a_max=None):
         import mujoco  # imported here: the kinematic backend does not need it
 
         self._mj = mujoco
@@ -127,24 +146,29 @@ class MujocoSim(SimRobot):
         if gravity_compensation:
             for body in spec.bodies:
                 body.gravcomp = 1.0
-        # Commanded joints first, so that their controls are ctrl[:n]. The
-        # control range is the joint range: MuJoCo clamps the setpoint.
-        for jname in self._names + held:
+        try:
+            bare = spec.compile()  # for the inertia of each joint, before actuators
+        except ValueError as exc:
+            raise ValueError('MuJoCo cannot compile the URDF model: %s' % exc) from None
+        inertia, armature = self._joint_inertia(bare, self._names + held, q0, kp, timestep)
+        for jname, a in zip(self._names + held, armature):
+            spec.joint(jname).armature = float(a)
+        kvs = (np.full(len(inertia), float(kv)) if kv > 0.0
+               else 2.0 * float(damping_ratio) * np.sqrt(kp * (inertia + armature)))
+        # Commanded joints first, so that their controls are ctrl[:n]. The control
+        # range is the joint range: MuJoCo clamps the setpoint.
+        for jname, k in zip(self._names + held, kvs):
             act = spec.add_actuator()
             act.name = jname + '_position'
             act.target = jname
             act.trntype = mujoco.mjtTrn.mjTRN_JOINT
-            if kv > 0.0:
-                act.set_to_position(kp=float(kp), kv=float(kv))
-            else:
-                act.set_to_position(kp=float(kp), dampratio=float(damping_ratio))
+            act.set_to_position(kp=float(kp), kv=float(k))
             act.inheritrange = 1.0
-        try:
-            model = spec.compile()
-        except ValueError as exc:
-            raise ValueError('MuJoCo cannot compile the URDF model: %s' % exc) from None
+        model = spec.compile()
         data = mujoco.MjData(model)
         self.model, self.data, self.spec = model, data, spec
+        self.armature, self.kv = armature[:n], kvs[:n]
+        self.inertia = inertia[:n]
 
         jid = np.array([model.joint(name).id for name in self._names], dtype=np.intp)
         self._qadr = model.jnt_qposadr[jid].copy()
@@ -172,6 +196,28 @@ class MujocoSim(SimRobot):
         self._velocity = data.qvel[self._vadr].copy()
         self._ctrl = data.ctrl[:n]  # view
         self.sampler = JointTrajectorySampler(self._names, self._position, t0=self._time)
+        self._init_setpoint(self.lower, self.upper, v_max, a_max)
+
+    def _joint_inertia(self, model, names, q0, kp, timestep):
+        """
+        Inertia ``M_jj`` of each joint at the initial configuration, and its armature.
+
+        Armature (module docstring): ``max(0, kp h^2 / MAX_OMEGA_H^2 - M_jj)``.
+        """
+        mj = self._mj
+        data = mj.MjData(model)
+        for name, q in zip(self._names, q0):
+            data.qpos[model.jnt_qposadr[model.joint(name).id]] = q
+        mj.mj_forward(model, data)
+        full = np.zeros((model.nv, model.nv))
+        if hasattr(data, 'qM'):  # MuJoCo 3: mj_fullM(m, dst, qM)
+            mj.mj_fullM(model, full, data.qM)
+        else:  # MuJoCo 4: mj_fullM(m, d, dst)
+            mj.mj_fullM(model, data, full)
+        dof = np.array([model.jnt_dofadr[model.joint(name).id] for name in names], dtype=int)
+        inertia = np.diag(full)[dof].copy()
+        armature = np.maximum(0.0, kp * timestep ** 2 / MAX_OMEGA_H ** 2 - inertia)
+        return inertia, armature
 
     def _init_mimic_positions(self) -> None:
         """Place mimic joints on their equality constraint q1 = sum_i c_i q2^i."""
@@ -215,7 +261,7 @@ class MujocoSim(SimRobot):
             skip = nsteps - self._max_substeps
             self._t_base += skip * dt
             nsteps = self._max_substeps
-        ctrl, sample, mj_step = self._ctrl, self.sampler.sample, mj.mj_step
+        ctrl, sample, mj_step = self._ctrl, self.setpoint, mj.mj_step
         t_base, nsub = self._t_base, self._nsub
         for k in range(1, nsteps + 1):
             ctrl[:] = sample(t_base + (nsub + k) * dt)[0]

@@ -26,6 +26,19 @@ on its topic interface:
 * Invalid trajectories raise :class:`ValueError` with the reason and leave the
   active trajectory unchanged (JTC logs and rejects them).
 
+Checked against ros2_controllers' joint_trajectory_controller (2026):
+``JointTrajectoryController::validate_trajectory_msg`` rejects a stamped trajectory whose
+start plus last ``time_from_start`` is before now, times that do not increase and
+unknown joints; ``Trajectory::sample`` interpolates from the state before the message
+to the first point only when the first point lies ahead, uses cubic Hermite splines when
+positions and velocities are given (the coefficients below), and holds the last point
+after the end. Differences, none of which matter to ik_controller's windows (which name
+every joint, carry velocities and end at rest): a JTC takes a message at its next update
+(here: on receipt) and commands the sample one update period ahead; its default refuses
+partial joint sets and a moving last point (here accepted); recent versions blend a new
+trajectory into the active one unless ``allow_trajectory_replacement`` is false (here:
+the classic replacement, which config/*_controllers.yaml selects).
+
 All times are in seconds on one clock (the node uses its ROS clock); positions
 in rad (revolute) or m (prismatic), velocities in rad/s or m/s.
 """
