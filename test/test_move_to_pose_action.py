@@ -42,6 +42,11 @@ class Client:
         self.client = ActionClient(self.ctx.node, MoveToPose,
                                    f'{bringup.ns}/ik_controller/move_to_pose')
         assert self.ctx.spin_until(self.client.server_is_ready, STARTUP)
+        # the feedback topic itself, as `ros2 topic echo` shows it: rclpy's client drops
+        # feedback that arrives after the result (they travel apart)
+        self.feedback_topic = self.ctx.collect(
+            MoveToPose.Impl.FeedbackMessage,
+            f'{bringup.ns}/ik_controller/move_to_pose/_action/feedback')
 
     def _died(self, what):
         return f'{what}; ik_controller stderr:\n{self.bringup.ctl.stderr[-3000:]}'
@@ -219,12 +224,17 @@ def test_invalid_goals_are_refused_with_the_reason_and_the_running_goal_goes_on(
 def test_out_of_reach_goal_aborts_unreachable(wam):
     T = _tool_target(np.zeros(7))['tool']
     T[:3, 3] = [2.0, 0.5, 1.0]  # about 2 m away: the WAM reaches ~1 m
-    result, feedback = wam.client.run(wam.client.goal({'tool': T}))
+    handle, _ = wam.client.send(wam.client.goal({'tool': T}))
+    result = wam.client.result(handle)
     assert _code(result) == 'UNREACHABLE', result.message
     assert 'tool' in result.message
     assert result.position_errors[0] > 0.9  # from the goal, not from the parked pose
-    wam.ctx.spin_for(0.2)  # feedback and result travel apart: the last may come after
-    assert any('TARGET_UNREACHABLE' in f.status_codes for f in feedback)
+    # the last feedback of the goal says why (published before the result, but it
+    # travels apart from it)
+    assert wam.ctx.spin_until(lambda: any(
+        bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)
+        and 'TARGET_UNREACHABLE' in m.feedback.status_codes
+        for m in wam.client.feedback_topic.messages), 5.0)
     assert _joint_spread(wam, 0.3) < GOAL_SPEED * 0.3  # it holds the closest pose found
 
 
