@@ -37,6 +37,12 @@ from trajectory_msgs.msg import JointTrajectory
 __all__ = ['SimRobotNode', 'main', 'BACKENDS', 'PARAMETERS']
 
 NODE_NAME = 'sim_robot'
+#: A command received more than this many periods before the update that takes it is
+#: applied at its reception time (:meth:`SimRobotNode.realtime_tick`).
+REPLAY_AFTER = 1.5
+#: Commands received longer ago than this [s] are not replayed (a reception time that
+#: cannot be right).
+MAX_REPLAY = 0.5
 BACKENDS = ('kinematic', 'mujoco')
 LOOP_MODES = ('fixed_rate', 'timer')
 
@@ -165,6 +171,9 @@ class SimRobotNode(Node):
         self._js_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._last_ns = None  # time of the last step [ns]
         self._last_stamp_ns = None  # stamp of the last joint_states published [ns]
+        # commands received this long before an update are applied at their reception [s]
+        self._replay_after = (None if self.get_parameter('use_sim_time').value
+                              else REPLAY_AFTER / p['rate_hz'])
         if p['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{p['loop']}'")
         self.values = p
@@ -198,8 +207,8 @@ class SimRobotNode(Node):
         """Return the simulated joints, the order of ``joint_states``."""
         return list(self.sim.joint_names)
 
-    def _on_tick(self) -> None:
-        now_ns = self.get_clock().now().nanoseconds
+    def _on_tick(self, now_ns=None) -> None:
+        now_ns = self.get_clock().now().nanoseconds if now_ns is None else now_ns
         if now_ns == self._last_ns:
             # simulated time stands still (use_sim_time, /clock paused or late): like a
             # simulator, no step and no new joint_states until it moves
@@ -221,16 +230,33 @@ class SimRobotNode(Node):
         Run one step of the fixed-rate loop: the newest valid command, step, publish.
 
         As a ros2_control controller reads its realtime buffer once per update: the
-        commands that came since the last step are checked in arrival order at one
-        state, each valid one replacing the one before, so the newest valid one is
-        followed (stepping between them would move the robot along stale trajectories).
+        commands that came since the last step are checked in arrival order at this
+        update's state (one clock reading per update: a second step microseconds later
+        would make the saturation read position rounding as speed), each valid one
+        replacing the one before, so the newest valid one is followed from the next
+        update on.
+
+        A simulated robot whose process was held up (the scheduler, on a loaded machine)
+        must not move as if its commands had come late: a real robot's controller runs
+        on time. A command received (``received_timestamp``, the DDS reader's) more than
+        :data:`REPLAY_AFTER` periods before this update is applied at its reception
+        time, the simulation stepped there first; on simulated time (``use_sim_time``)
+        there is no such replay (reception times are wall-clock).
         """
-        commands = take_all(self._traj_sub)
+        now_ns = self.get_clock().now().nanoseconds
+        commands = take_all(self._traj_sub, with_info=True)
         if commands:
-            self.sim.step(self._now())  # the state at receipt
-            for command in commands:
+            now = (now_ns - self.epoch_ns) * 1e-9
+            for command, info in commands:
+                t = now
+                if self._replay_after is not None:
+                    received = (info['received_timestamp'] - self.epoch_ns) * 1e-9
+                    # (a zero or far-off reception time is no reason to replay)
+                    if self._replay_after < now - received < MAX_REPLAY:
+                        t = max(received, self.sim.time)
+                self.sim.step(t)
                 self._apply(command)
-        self._on_tick()
+        self._on_tick(now_ns)
 
     def spin(self, executor):
         """Run the node: the fixed-rate loop, or the executor alone (``loop: timer``)."""
@@ -266,13 +292,19 @@ class SimRobotNode(Node):
         self._rejected += 1
         self.get_logger().warning(f'rejected {what}: {exc}', throttle_duration_sec=1.0)
 
+    def _describe_clamp(self):
+        j, wanted, lo, hi, before, dt = self.sim.saturation.last_clamp
+        return (f"'{self.joint_names[j]}' asked {wanted:.4g} rad/s, allowed [{lo:.4g}, "
+                f'{hi:.4g}] (from {before:.4g} over {dt * 1e3:.3g} ms)')
+
     def _publish_diagnostics(self) -> None:
         """Publish the clamp and rejection counts on /diagnostics; warn when clamps grow."""
         clamps = self.sim.clamps
         if clamps > self._reported_clamps:
             self.get_logger().warning(
                 f'{clamps - self._reported_clamps} setpoints clamped at the joint limits in '
-                f'the last second ({clamps} in all): the command stream was unsafe')
+                f'the last second ({clamps} in all): the command stream was unsafe; the '
+                f'last: {self._describe_clamp()}')
             self._reported_clamps = clamps
         level = DiagnosticStatus.WARN if clamps else DiagnosticStatus.OK
         msg = DiagnosticArray()

@@ -58,6 +58,9 @@ class SetpointSaturation:
         self.v = np.zeros_like(self.q)
         self._dt = 0.0
         self.clamps = 0
+        #: the last clamp: (joint index, velocity asked [rad/s], its bounds lo and hi
+        #: [rad/s], the velocity before [rad/s], the step [s]); None before the first
+        self.last_clamp = None
 
     def reset(self, q):
         """Start again from ``q`` at rest (a clock reset)."""
@@ -91,6 +94,11 @@ class SetpointSaturation:
         v = wanted
         if out.any():
             self.clamps += 1
+            # the worst joint, for the log: how far past its bounds [rad/s] it was asked
+            excess = np.where(out, np.maximum(np.maximum(wanted - hi, lo - wanted), 0.0), 0.0)
+            j = int(np.argmax(excess))
+            self.last_clamp = (j, float(wanted[j]), float(lo[j]), float(hi[j]),
+                               float(self.v[j]), dt)
             v = np.where(out, np.clip(wanted, lo, hi), wanted)
             q = np.where(out, np.clip(self.q + v * dt, self.lower, self.upper), q)
             v = np.where(out, (q - self.q) / dt, v)
