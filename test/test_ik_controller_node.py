@@ -130,7 +130,7 @@ def wam():
     bringup.close()
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture  # one test uses it: a 1 kHz pair left running would load the later ones
 def simon():
     bringup = Bringup('simon', 1000.0)
     yield bringup

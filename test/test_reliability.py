@@ -534,100 +534,6 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     assert checker.acceleration_checked > 100
 
 
-def test_a_10khz_burst_of_targets_keeps_the_rate_and_only_the_newest_counts(rig):
-    probe = rig.probe
-    rig.settle()
-    T0 = probe.current_poses()[0]
-    a, b, last = (T0.copy() for _ in range(3))
-    a[:3, 3] += [0.05, 0.0, 0.0]
-    b[:3, 3] += [-0.05, 0.0, 0.0]
-    last[:3, 3] += [0.0, 0.08, -0.05]
-    probe.spin_for(1.0)
-    c0, s0, t0 = probe.commands, probe.states, time.monotonic()
-    probe.spin_for(1.0)
-    before = (probe.commands - c0) / (time.monotonic() - t0)
-    c0, s0, t0 = probe.commands, probe.states, time.monotonic()
-    sent, period = 0, 1e-4
-    messages = (probe.pose_message(b), probe.pose_message(a))
-    publish = probe.pose_pub['tool'].publish
-    while time.monotonic() - t0 < 1.0:  # 10 kHz for 1 s, alternating between a and b
-        while time.monotonic() < t0 + sent * period:
-            pass
-        publish(messages[sent % 2])
-        sent += 1
-        if sent % 50 == 0:
-            probe.poll()
-    probe.send_pose('tool', last)
-    elapsed = time.monotonic() - t0
-    probe.poll()
-    commands, states = probe.commands - c0, probe.states - s0
-    print(f'burst: {sent + 1} goals in {elapsed:.2f} s ({(sent + 1) / elapsed:.0f}/s); '
-          f'commands {commands / elapsed:.0f}/s during, {before:.0f}/s before; '
-          f'joint_states {states / elapsed:.0f}/s')
-    assert sent > 2000  # a burst, even on a loaded machine
-    assert commands >= 0.5 * states  # the loop kept ticking on the robot's states
-    rig.settle(15.0)
-    probe.spin_for(0.2)
-    reached = WAM.frame_placements(probe.last_state_q)[0]
-    assert np.linalg.norm(reached[:3, 3] - last[:3, 3]) < 1e-3  # the newest goal counted
-    assert np.linalg.norm(reached[:3, 3] - a[:3, 3]) > 0.05
-
-
-def _set(probe, ns, params, atomic=False):
-    from rcl_interfaces.srv import SetParameters, SetParametersAtomically
-    from rclpy.parameter import Parameter
-
-    msgs = [Parameter(name, value=value).to_parameter_msg() for name, value in params]
-    if atomic:
-        response = probe.call(SetParametersAtomically, f'{ns}/ik_controller/'
-                              'set_parameters_atomically',
-                              SetParametersAtomically.Request(parameters=msgs))
-        return [response.result]
-    response = probe.call(SetParameters, f'{ns}/ik_controller/set_parameters',
-                          SetParameters.Request(parameters=msgs))
-    return list(response.results)
-
-
-INVALID_UPDATES = [
-    ('out of range', [('solver.gain', 5000.0)]),
-    ('faster than the URDF', [('limits.velocity_scale', 1.5)]),
-    ('max_velocity above the URDF', [('limits.max_velocity', [10.0])]),
-    ('negative acceleration', [('limits.max_acceleration', [-1.0])]),
-    ('wrong type', [('solver.gain', 'fast')]),
-    ('wrong array type', [('limits.max_acceleration', 'x')]),
-    ('gain above rate_hz', [('solver.gain', 600.0)]),
-    ('read-only rate', [('rate_hz', 100.0)]),
-    ('read-only urdf', [('urdf_path', '/tmp/other.urdf')]),
-    ('unknown method', [('solver.method', 'magic')]),
-    ('clock switched at run time', [('use_sim_time', True)]),
-]
-
-
-def test_invalid_parameter_updates_are_refused_without_side_effects(rig):
-    probe, ns = rig.probe, rig.ns
-    names = ['rate_hz', 'urdf_path', 'solver.gain', 'solver.method', 'limits.velocity_scale',
-             'limits.max_velocity', 'limits.max_acceleration']
-    before = probe.controller_parameters(names)
-    q_ref, v_ref = rig.settle()
-    n = len(rig.log)
-    for label, params in INVALID_UPDATES:
-        results = _set(probe, ns, params)
-        assert not any(r.successful for r in results), (label, results)
-        assert all(r.reason for r in results), label
-    # atomically: a valid change with an invalid one is refused as a whole
-    result = _set(probe, ns, [('solver.gain', 5.0), ('limits.velocity_scale', 2.0)], True)
-    assert not result[0].successful
-    probe.spin_for(0.3)
-    assert probe.controller_parameters(names) == before
-    _, q, v = rig.command_arrays(n)
-    assert len(q) > 50
-    assert np.max(np.abs(q - q_ref)) < 1e-9 and np.max(np.abs(v - v_ref)) < 1e-9
-    # a valid update still works (and is undone)
-    assert all(r.successful for r in _set(probe, ns, [('solver.gain', 5.0)]))
-    assert probe.controller_parameters(['solver.gain']) == {'solver.gain': 5.0}
-    assert all(r.successful for r in _set(probe, ns, [('solver.gain', before['solver.gain'])]))
-
-
 class SimClock:
     """Publishes ``rosgraph_msgs/Clock`` on the rig's remapped clock topic."""
 
@@ -720,3 +626,97 @@ def test_clock_jumps_under_sim_time_are_handled():
     finally:
         crashes = rig.close()
     assert not crashes, crashes
+
+
+def test_a_10khz_burst_of_targets_keeps_the_rate_and_only_the_newest_counts(rig):
+    probe = rig.probe
+    rig.settle()
+    T0 = probe.current_poses()[0]
+    a, b, last = (T0.copy() for _ in range(3))
+    a[:3, 3] += [0.05, 0.0, 0.0]
+    b[:3, 3] += [-0.05, 0.0, 0.0]
+    last[:3, 3] += [0.0, 0.08, -0.05]
+    probe.spin_for(1.0)
+    c0, s0, t0 = probe.commands, probe.states, time.monotonic()
+    probe.spin_for(1.0)
+    before = (probe.commands - c0) / (time.monotonic() - t0)
+    c0, s0, t0 = probe.commands, probe.states, time.monotonic()
+    sent, period = 0, 1e-4
+    messages = (probe.pose_message(b), probe.pose_message(a))
+    publish = probe.pose_pub['tool'].publish
+    while time.monotonic() - t0 < 1.0:  # 10 kHz for 1 s, alternating between a and b
+        while time.monotonic() < t0 + sent * period:
+            pass
+        publish(messages[sent % 2])
+        sent += 1
+        if sent % 50 == 0:
+            probe.poll()
+    probe.send_pose('tool', last)
+    elapsed = time.monotonic() - t0
+    probe.poll()
+    commands, states = probe.commands - c0, probe.states - s0
+    print(f'burst: {sent + 1} goals in {elapsed:.2f} s ({(sent + 1) / elapsed:.0f}/s); '
+          f'commands {commands / elapsed:.0f}/s during, {before:.0f}/s before; '
+          f'joint_states {states / elapsed:.0f}/s')
+    assert sent > 2000  # a burst, even on a loaded machine
+    assert commands >= 0.5 * states  # the loop kept ticking on the robot's states
+    rig.settle(15.0)
+    probe.spin_for(0.2)
+    reached = WAM.frame_placements(probe.last_state_q)[0]
+    assert np.linalg.norm(reached[:3, 3] - last[:3, 3]) < 1e-3  # the newest goal counted
+    assert np.linalg.norm(reached[:3, 3] - a[:3, 3]) > 0.05
+
+
+def _set(probe, ns, params, atomic=False):
+    from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+    from rclpy.parameter import Parameter
+
+    msgs = [Parameter(name, value=value).to_parameter_msg() for name, value in params]
+    if atomic:
+        response = probe.call(SetParametersAtomically, f'{ns}/ik_controller/'
+                              'set_parameters_atomically',
+                              SetParametersAtomically.Request(parameters=msgs))
+        return [response.result]
+    response = probe.call(SetParameters, f'{ns}/ik_controller/set_parameters',
+                          SetParameters.Request(parameters=msgs))
+    return list(response.results)
+
+
+INVALID_UPDATES = [
+    ('out of range', [('solver.gain', 5000.0)]),
+    ('faster than the URDF', [('limits.velocity_scale', 1.5)]),
+    ('max_velocity above the URDF', [('limits.max_velocity', [10.0])]),
+    ('negative acceleration', [('limits.max_acceleration', [-1.0])]),
+    ('wrong type', [('solver.gain', 'fast')]),
+    ('wrong array type', [('limits.max_acceleration', 'x')]),
+    ('gain above rate_hz', [('solver.gain', 600.0)]),
+    ('read-only rate', [('rate_hz', 100.0)]),
+    ('read-only urdf', [('urdf_path', '/tmp/other.urdf')]),
+    ('unknown method', [('solver.method', 'magic')]),
+    ('clock switched at run time', [('use_sim_time', True)]),
+]
+
+
+def test_invalid_parameter_updates_are_refused_without_side_effects(rig):
+    probe, ns = rig.probe, rig.ns
+    names = ['rate_hz', 'urdf_path', 'solver.gain', 'solver.method', 'limits.velocity_scale',
+             'limits.max_velocity', 'limits.max_acceleration']
+    before = probe.controller_parameters(names)
+    q_ref, v_ref = rig.settle()
+    n = len(rig.log)
+    for label, params in INVALID_UPDATES:
+        results = _set(probe, ns, params)
+        assert not any(r.successful for r in results), (label, results)
+        assert all(r.reason for r in results), label
+    # atomically: a valid change with an invalid one is refused as a whole
+    result = _set(probe, ns, [('solver.gain', 5.0), ('limits.velocity_scale', 2.0)], True)
+    assert not result[0].successful
+    probe.spin_for(0.3)
+    assert probe.controller_parameters(names) == before
+    _, q, v = rig.command_arrays(n)
+    assert len(q) > 50
+    assert np.max(np.abs(q - q_ref)) < 1e-9 and np.max(np.abs(v - v_ref)) < 1e-9
+    # a valid update still works (and is undone)
+    assert all(r.successful for r in _set(probe, ns, [('solver.gain', 5.0)]))
+    assert probe.controller_parameters(['solver.gain']) == {'solver.gain': 5.0}
+    assert all(r.successful for r in _set(probe, ns, [('solver.gain', before['solver.gain'])]))
