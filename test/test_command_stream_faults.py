@@ -15,7 +15,7 @@ wam.yaml, the controller's and the robot's).
   are stalled (SIGSTOP/SIGCONT, 50 ms), and at the goal afterwards. The relay delays by
   up to 20 ms; the relay process itself, on a loaded 2-core machine, adds tens of
   milliseconds now and then, so the run commits ``max_expected_latency`` 0.05 s ahead
-  (the bound a transport's worst latency must stay within; the default is 0.05 s too);
+  (the bound a transport's worst latency must stay within; the default is 0.02 s);
 * the old one-point, stamp-zero format under the same faults: beyond 1.05x -- the test
   can fail, and this is what it would catch;
 * forward position and velocity commands (no stamps: a robot can only saturate them):

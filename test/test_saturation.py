@@ -1,8 +1,9 @@
 """Robot-side setpoint saturation (ik_control/sim/saturation.py), as in ros2_control."""
 
 from hypothesis import given, settings, strategies as st
-from ik_control.sim.saturation import CLAMP_TOLERANCE, SetpointSaturation
+from ik_control.sim.saturation import CLAMP_TOLERANCE, POSITION_TOLERANCE, SetpointSaturation
 import numpy as np
+import pytest
 
 
 @settings(max_examples=40, deadline=None)
@@ -23,8 +24,8 @@ def test_any_setpoint_stream_leaves_the_robot_within_its_limits(seed):
         q, v = sat.apply(q_des, dt)
         assert np.all(q >= lower - 1e-12) and np.all(q <= upper + 1e-12)
         np.testing.assert_allclose((q - q_before) / dt, v, rtol=0, atol=1e-9)
-        # within the bounds, up to CLAMP_TOLERANCE (rounding passes unclamped)
-        tol = CLAMP_TOLERANCE * (np.abs(v) + 1.0)
+        # within the bounds, up to the rounding that passes unclamped
+        tol = CLAMP_TOLERANCE * (np.abs(v) + 1.0) + POSITION_TOLERANCE / dt
         assert np.all(np.abs(v) <= v_max + tol)
         limit = a_max * (0.5 * (dt + dt_prev) if dt_prev else dt)
         assert np.all(np.abs(v - v_prev) <= limit + tol)
@@ -42,6 +43,20 @@ def test_a_feasible_stream_is_passed_unchanged_and_never_counted():
         q, _ = sat.apply(np.array([q_des]), 0.001)
         assert abs(q[0] - q_des) < 1e-12
     assert sat.clamps == 0
+
+
+def test_a_window_switch_that_differs_by_knot_time_rounding_is_no_clamp():
+    """Two windows agreeing to 1 ns of knot time, switched over a 0.1 ms step: not clamped."""
+    sat = SetpointSaturation([-5.0], [5.0], [1.0], [2.0], [0.0])
+    for k in range(1, 800):  # up to the velocity limit at 2 rad/s^2, then along it
+        t = k * 1e-3
+        sat.apply(np.array([t * t if t < 0.5 else 0.25 + (t - 0.5)]), 1e-3)
+    assert sat.clamps == 0 and sat.v[0] == pytest.approx(1.0)
+    q_next = sat.q + 1.0 * 1e-4 + 1.0 * 1e-9  # the new window, 1 ns ahead of the old
+    sat.apply(q_next, 1e-4)
+    assert sat.clamps == 0
+    sat.apply(sat.q + 1.0 * 1e-4 + 1e-6, 1e-4)  # 1 um in 0.1 ms: 1 % too fast
+    assert sat.clamps == 1
 
 
 def test_the_joint_brakes_before_a_position_limit_within_its_acceleration():

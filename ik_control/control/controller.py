@@ -156,7 +156,7 @@ class ControllerConfig:
     """Controller parameters; units in brackets (the ROS parameters of the same names)."""
 
     rate_hz: float = 500.0                  # control rate [Hz]
-    max_expected_latency: float = 0.05      # commands lead the clock by this much [s]
+    max_expected_latency: float = 0.02      # commands lead the clock by this much [s]
     gain: float = 10.0                      # convergence rate K [1/s]
     joint_state_timeout: float = 0.1        # stale joint_states after [s]
     twist_timeout: float = 0.2              # velocity command valid for [s]

@@ -41,6 +41,7 @@ UNREACHABLE_SHARE = 0.25  # share of goals out of reach
 WARMUP = 5.0             # seconds before the measurement starts [s]
 SAMPLE_PERIOD = 1.0      # RSS and rate samples [s]
 PROGRESS_PERIOD = 10.0   # progress lines on stderr [s]
+FINAL_DIAGNOSTICS_TIMEOUT = 30.0  # wait for the last diagnostics at most [s]
 GOALS = {'rate_hz': 999.5, 'rss_growth_mib': 5.0, 'violations': 0, 'speed_ratio': 1.05}
 
 
@@ -164,7 +165,9 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
         end = {'t': time.monotonic(), 'commands': probe.commands, 'states': probe.states,
                'rss_sim_kib': pair.sim.rss_kib(), 'rss_controller_kib': pair.controller.rss_kib(),
                'checker': checker.summary()}
-        final = probe.fresh_diagnostics(pair=pair)
+        # the last figures; a busy probe (it checks every point of every window) may take
+        # a while to get through its backlog
+        final = probe.fresh_diagnostics(timeout=FINAL_DIAGNOSTICS_TIMEOUT, pair=pair)
         alive = {p.name: p.alive() for p in pair.processes()}
     finally:
         if probe is not None:

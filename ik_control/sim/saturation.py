@@ -31,6 +31,14 @@ __all__ = ['SetpointSaturation']
 #: rounding of a setpoint that is within the limits stays far below it).
 CLAMP_TOLERANCE = 1e-6
 
+#: Position difference [rad or m] below which a setpoint counts as on its bound: a
+#: trajectory message carries its knot times in whole nanoseconds, so where a new
+#: window takes over from the one before, the two agree only to ``v * 0.5 ns`` (5e-10
+#: rad at 1 rad/s) plus float rounding; over a short step (0.1 ms) that alone would
+#: read as 1e-5 rad/s beyond a velocity bound. Added to the velocity slack as
+#: ``POSITION_TOLERANCE / dt``.
+POSITION_TOLERANCE = 1e-8
+
 
 class SetpointSaturation:
     """
@@ -87,7 +95,7 @@ class SetpointSaturation:
             lo = np.where(finite, np.maximum(lo, -np.maximum(down, -self.v - dv)), lo)
         # a setpoint within the bounds (up to rounding) passes exactly: integrating the
         # velocity would let rounding pile up, which tiny steps then read as speed
-        slack = CLAMP_TOLERANCE * (np.abs(wanted) + 1.0)
+        slack = CLAMP_TOLERANCE * (np.abs(wanted) + 1.0) + POSITION_TOLERANCE / dt
         out = (wanted < lo - slack) | (wanted > hi + slack) | (q_des < self.lower) | (
             q_des > self.upper)
         q = np.array(q_des, dtype=float)
