@@ -226,9 +226,34 @@ class CommandWindow:
             if np.all(speed * t_sync <= 2.0 * room + 1e-12):
                 self._decel[:] = speed / t_sync
                 self._t_stop[:] = np.where(speed > 0.0, t_sync, 0.0)
+                self._snap_stops(speed)
                 return
         self._decel[:] = a
         self._t_stop[:] = speed / a
+        self._snap_stops(speed)
+
+    def _snap_stops(self, speed):
+        """
+        Keep tail knots :data:`TIME_RESOLUTION` apart with each segment one deceleration.
+
+        A stop less than that after the last knot or after the stop before is moved later,
+        and its joint brakes more gently (``speed / t_stop``, below its limit) to stop
+        exactly there: otherwise it would rest for part of a segment, which the cubic
+        between the knots does not follow. Vectorised: with the distinct stops sorted,
+        ``t_k = max(s_k, t_{k-1} + TIME_RESOLUTION)`` (``t_{-1} = 0``) is
+        ``k r + max(r, max_{i<=k}(s_i - i r))``.
+        """
+        moving = self._t_stop > 0.0
+        if not moving.any():
+            return
+        stops, inverse = np.unique(self._t_stop[moving], return_inverse=True)
+        r = TIME_RESOLUTION * np.arange(stops.size)
+        snapped = r + np.maximum(TIME_RESOLUTION, np.maximum.accumulate(stops - r))
+        if np.array_equal(snapped, stops):
+            return
+        t_stop = snapped[inverse]
+        self._t_stop[moving] = t_stop
+        self._decel[moving] = speed[moving] / t_stop
 
     def _tail_state(self, s, q_out, v_out):
         """State ``s`` >= 0 seconds after the last knot on the braking tail."""
