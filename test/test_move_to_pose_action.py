@@ -48,6 +48,12 @@ class Client:
             MoveToPose.Impl.FeedbackMessage,
             f'{bringup.ns}/ik_controller/move_to_pose/_action/feedback')
 
+    def topic_feedback(self, handle):
+        """Return the feedback of goal ``handle`` received on the feedback topic so far."""
+        uuid = bytes(handle.goal_id.uuid)
+        return [m.feedback for m in self.feedback_topic.messages
+                if bytes(m.goal_id.uuid) == uuid]
+
     def _died(self, what):
         return f'{what}; ik_controller stderr:\n{self.bringup.ctl.stderr[-3000:]}'
 
@@ -177,11 +183,10 @@ def test_goal_tolerances_are_the_goals(wam):
 
     # the goal's feedback from the topic (the client drops what comes after the result):
     # the last, published with the result, says within tolerance; none before did early
-    def feedback():
-        return [m.feedback for m in wam.client.feedback_topic.messages
-                if bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)]
-    assert wam.ctx.spin_until(lambda: any(f.within_tolerance[0] for f in feedback()), 5.0)
-    assert not any(f.within_tolerance[0] for f in feedback() if f.position_errors[0] > 1e-4)
+    assert wam.ctx.spin_until(lambda: any(
+        f.within_tolerance[0] for f in wam.client.topic_feedback(handle)), 5.0)
+    assert not any(f.within_tolerance[0] for f in wam.client.topic_feedback(handle)
+                   if f.position_errors[0] > 1e-4)
 
 
 def _invalid_goals(client):
@@ -239,9 +244,8 @@ def test_out_of_reach_goal_aborts_unreachable(wam):
     # the last feedback of the goal says why (published before the result, but it
     # travels apart from it)
     assert wam.ctx.spin_until(lambda: any(
-        bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)
-        and 'TARGET_UNREACHABLE' in m.feedback.status_codes
-        for m in wam.client.feedback_topic.messages), 5.0)
+        'TARGET_UNREACHABLE' in f.status_codes for f in wam.client.topic_feedback(handle)),
+        5.0)
     assert _joint_spread(wam, 0.3) < GOAL_SPEED * 0.3  # it holds the closest pose found
 
 

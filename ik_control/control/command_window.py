@@ -115,6 +115,8 @@ class CommandWindow:
         self._hi = 0   # one past the last knot
         self._decel = np.zeros(n)  # tail deceleration per joint [rad/s^2] (>= 0)
         self._t_stop = np.zeros(n)  # tail stop time per joint after the last knot [s]
+        self._no_stops = np.zeros(0)
+        self._stops = self._no_stops  # the distinct stops, sorted: the tail's knots [s]
         self.margin = 0.0
         self.a_max = np.ones(n)
 
@@ -245,13 +247,14 @@ class CommandWindow:
         """
         moving = self._t_stop > 0.0
         if not moving.any():
+            self._stops = self._no_stops
             return
         stops, inverse = np.unique(self._t_stop[moving], return_inverse=True)
         r = TIME_RESOLUTION * np.arange(stops.size)
-        snapped = r + np.maximum(TIME_RESOLUTION, np.maximum.accumulate(stops - r))
-        if np.array_equal(snapped, stops):
+        self._stops = r + np.maximum(TIME_RESOLUTION, np.maximum.accumulate(stops - r))
+        if np.array_equal(self._stops, stops):
             return
-        t_stop = snapped[inverse]
+        t_stop = self._stops[inverse]
         self._t_stop[moving] = t_stop
         self._decel[moving] = speed[moving] / t_stop
 
@@ -271,13 +274,9 @@ class CommandWindow:
         Return the tail's knots after the last knot (breaks, rest): times [s], states.
 
         A knot at each joint's stop, at least :data:`TIME_RESOLUTION` after the one
-        before (a stop closer than that is taken a little later, where the joint is at
-        rest: the knot stays on the tail).
+        before (the distinct stops as :meth:`_snap_stops` spaced them).
         """
-        stops = np.unique(self._t_stop[self._t_stop > 0.0])
-        previous = 0.0
-        for k in range(stops.size):
-            previous = stops[k] = max(stops[k], previous + TIME_RESOLUTION)
+        stops = self._stops
         q = np.empty((stops.size, self.lower.size))
         v = np.empty_like(q)
         for k, s in enumerate(stops):
