@@ -606,7 +606,8 @@ def test_clock_jumps_under_sim_time_are_handled():
             for _, msg in rig.log[n:]:
                 checker.check(msg)
             _, q, v = rig.command_arrays(n)
-            assert len(q) > 100, jump
+            assert len(q) > 100, (jump, probe.diagnostics, [
+                p.output_tail(40) for p in rig.pair.processes()])
             # no jump: between two commands, at most the motion at full speed over the
             # time between their sending (plus two ticks), but for one re-seed: a clock
             # reset makes the simulated robot hold where it is (see sim/base.py), and if

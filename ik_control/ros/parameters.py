@@ -12,7 +12,9 @@ refuses it naming the parameter, the expected type and the range.
 """
 
 from dataclasses import dataclass
+import gc
 import sys
+import traceback
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 import rclpy
@@ -146,10 +148,27 @@ def run_node(name, factory, args=None, executor='single_threaded'):
         return 0
     except StartupError as exc:
         print(f'[{name}] startup failed: {exc}', file=sys.stderr, flush=True)
+        node = _half_built_node(exc) if node is None else node
         return EXIT_BAD_PARAMETERS
     except (KeyboardInterrupt, ExternalShutdownException):
         return 0
     finally:
         if node is not None:
             node.destroy_node()
+        gc.collect()  # no rcl handle may outlive the context (rclpy segfaults at exit)
         rclpy.try_shutdown()
+
+
+def _half_built_node(exc):
+    """
+    Return the node whose ``__init__`` raised ``exc``, if its rcl handle was made, else None.
+
+    The factory never returned it, so only the traceback holds it; it is destroyed before
+    rclpy shuts down, not left to the interpreter's exit, where freeing its handles after
+    the context crashed one start-up failure in a few hundred (SIGSEGV instead of exit 2).
+    """
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        candidate = frame.f_locals.get('self')
+        if isinstance(candidate, rclpy.node.Node) and getattr(candidate, '_Node__node', None):
+            return candidate
+    return None
