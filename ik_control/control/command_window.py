@@ -44,6 +44,13 @@ __all__ = ['CommandWindow', 'hermite', 'sample_points']
 #: nanoseconds; a trajectory controller needs strictly increasing times).
 TIME_RESOLUTION = 1e-6
 
+#: Least time [s] from a window's point 0 to its next point: a knot closer than
+#: TIME_RESOLUTION after the window's time is still sent (10 ns: distinct in the
+#: nanoseconds of ROS durations). Dropped, the window's first segment would span it, and
+#: the cubic the robot follows there would miss the path by up to ~1e-8 rad (a knot
+#: 0.8 us after the window's time, where the deceleration changed, was seen to).
+POINT_SEPARATION = 1e-8
+
 #: A knot more than this many control periods after the last one starts from the
 #: braking tail (the controller was late, the robot may be braking already).
 LATE_PERIODS = 2.0
@@ -301,14 +308,13 @@ class CommandWindow:
         """
         Return the command at time ``t`` [s]: ``(times from t, positions, velocities)``.
 
-        Point 0 is the path at ``t``; then the knots at least :data:`TIME_RESOLUTION`
+        Point 0 is the path at ``t``; then the knots at least :data:`POINT_SEPARATION`
         after ``t``; then the tail. Every point is on the path, the last at rest.
         """
         q0, v0 = self.sample(t)
         times = self._t[self._lo:self._hi]
-        # knots closer to t than the time resolution would share its time (point 0 is
-        # the path there anyway)
-        after = t + TIME_RESOLUTION
+        # knots closer to t than that would share its time (point 0 is the path there)
+        after = t + POINT_SEPARATION
         k = self._lo + int(np.searchsorted(times, after, side='left'))
         tail_t, tail_q, tail_v = self.tail()
         tail_keep = tail_t >= after
