@@ -59,7 +59,7 @@ from ik_control.validation import finite_vector, InputError, quaternion_to_matri
 from numba import njit
 import numpy as np
 
-MODE_HOLD, MODE_POSE, MODE_TWIST = 0, 1, 2
+MODE_HOLD, MODE_POSE, MODE_TWIST, MODE_MOTION = 0, 1, 2, 3
 # fall of the goal error, as a fraction of itself, that counts as progress to a goal;
 # errors are measured in tolerances (position / goal_position_tolerance plus rotation /
 # goal_orientation_tolerance), so the rule has no length scale [-]
@@ -233,6 +233,7 @@ class ResolvedRateController:
         self._solver_targets = self.targets.copy()
         self.twist = np.zeros((ne, 6))
         self.twist_time = np.full(ne, -math.inf)
+        self.motions = [None] * ne   # MODE_MOTION: (motion, its start time [s]) per effector
         self.goal_reached = np.zeros(ne, dtype=bool)
         self.parked = np.zeros(ne, dtype=bool)   # unreachable goal: holding the closest pose
         self._stuck = np.zeros(ne, dtype=bool)
@@ -325,6 +326,7 @@ class ResolvedRateController:
             self._best_time += jump
             self.state_stamp += jump
             self.plausibility.shift(jump)
+            self.motions = [None if m is None else (m[0], m[1] + jump) for m in self.motions]
             if not self.path.empty:
                 self.path.shift(jump)
         self._clock = now
@@ -426,8 +428,55 @@ class ResolvedRateController:
         self.goal_state[i] = GoalState.HELD if self.holding else GoalState.ACCEPTED
         self._event('goal_accepted', 'info',
                     f"goal {self.goal_ids[i]} for '{frame}' accepted: position "
-                    f'{np.array2string(T[:3, 3], precision=4)} m'
+                    f'[{T[0, 3]:.4g}, {T[1, 3]:.4g}, {T[2, 3]:.4g}] m'
                     + (' (held until resume)' if self.holding else ''))
+
+    def motion_start(self, frame, now):
+        """
+        Return ``(pose, twist)`` a new motion of ``frame`` starts from at ``now`` [s].
+
+        The sample and twist (6 values, base axes) of the motion it follows, so a new one
+        replaces it without a jump in pose or velocity; else its pose at the commanded
+        state (its target before the first joint_states), at rest.
+        """
+        i = self.end_effector_index(frame)
+        if self.mode[i] == MODE_MOTION:
+            motion, start = self.motions[i]
+            t = min(max(now - start, 0.0), motion.end_time)
+            return motion.sample(t), motion.twist(t)
+        if not self.initialized:
+            return self.targets[i].copy(), np.zeros(6)
+        self.solver.ws.update(self.q_cmd, jacobian=False)
+        return self.solver.ws.frame_T[i].copy(), np.zeros(6)
+
+    def follow_motion(self, frame, motion, now, what):
+        """
+        Make ``frame`` follow ``motion`` from ``now`` [s]: SAM's moving goals (sec. VI).
+
+        ``motion`` has ``sample(t)`` (pose, 4x4, base frame), ``twist(t)`` (linear [m/s]
+        and angular [rad/s] velocity, base axes) at ``t`` [s] after ``now``, and
+        ``end_time`` [s]: a key-pose spline (:class:`~.spline_path.KeyPosePath`) or a
+        velocity profile (:class:`~.velocity_profile.ProfileMotion`), built from
+        :meth:`motion_start`. Each tick the target is its sample at the knot being
+        committed, with its twist as feed-forward: eq. (20), the error to the next sample
+        drives the arm, so integration error never accumulates. Once it has played out
+        its last pose is an ordinary pose goal, reached or unreachable by the usual rules.
+        A motion is a goal (``goal_ids``, :class:`GoalState`); ``what`` names it in the log.
+        """
+        i = self.end_effector_index(frame)
+        self._cancel_joint_goal(what)
+        self._end_goal(i, frame)
+        self._observe_clock(now)
+        self.motions[i] = (motion, float(now))
+        self.mode[i] = MODE_MOTION
+        self.goal_reached[i] = False
+        self.parked[i] = False
+        self._best_error[i] = math.inf
+        self.goal_ids[i] += 1
+        self.goal_state[i] = GoalState.HELD if self.holding else GoalState.ACCEPTED
+        self._event('goal_accepted', 'info',
+                    f"goal {self.goal_ids[i]} for '{frame}' accepted: {what} over "
+                    f'{motion.end_time:.3g} s' + (' (held until resume)' if self.holding else ''))
 
     def _end_goal(self, i, frame):
         """Mark the goal effector ``i`` is pursuing, if any, replaced (a new one came)."""
@@ -600,7 +649,28 @@ class ResolvedRateController:
             S = self._solver_targets[i]
             S[:3, 3] = T[:3, 3] + v / k
             S[:3, :3] = _exp3(w / k) @ T[:3, :3]
+        for i in np.flatnonzero(self.mode == MODE_MOTION):
+            self._advance_motion(i, now)
         return status
+
+    def _advance_motion(self, i, now):
+        """Target of a moving goal at the knot being committed (:meth:`follow_motion`)."""
+        motion, start = self.motions[i]
+        t = now + self.lead - start
+        T = self.targets[i]
+        if t >= motion.end_time:  # played out: its last pose is a pose goal
+            T[:] = motion.sample(motion.end_time)
+            self._solver_targets[i] = T
+            self.mode[i] = MODE_POSE
+            self.motions[i] = None
+            self._best_time[i] = now
+            return
+        T[:] = motion.sample(t)
+        twist = motion.twist(t)
+        k = self.config.gain
+        S = self._solver_targets[i]
+        S[:3, 3] = T[:3, 3] + twist[:3] / k
+        S[:3, :3] = _exp3(twist[3:] / k) @ T[:3, :3]
 
     def update(self, now):
         """

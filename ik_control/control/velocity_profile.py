@@ -191,3 +191,28 @@ class ProfilePlayer:
     def done(self, now):
         """Return True once the profile has played out."""
         return now - self.start_time >= self.profile.duration
+
+
+class ProfileMotion:
+    """
+    A profile played as a moving goal of the controller (``follow_motion``).
+
+    ``sample(t)``: the nominal pose ``t`` [s] after the start, integrated by
+    :meth:`ProfilePlayer.advance` (``t`` must not decrease: the controller samples at
+    each tick's knot); ``twist(t)``: the profile's base-frame twist there; ``end_time``:
+    the profile's duration. After it the pose stays and the twist is zero.
+    """
+
+    def __init__(self, profile, start_pose, perturbation=0.0, seed=None):
+        self.player = ProfilePlayer(profile, 0.0, start_pose, perturbation, seed)
+        self.end_time = profile.duration
+
+    def sample(self, t):
+        """Nominal pose (4x4, base frame) at ``t`` [s] after the start."""
+        return self.player.advance(min(t, self.end_time))
+
+    def twist(self, t):
+        """Linear [m/s] and angular [rad/s] velocity at ``t``, base axes (zero after the end)."""
+        if not 0.0 <= t < self.end_time:
+            return np.zeros(6)
+        return self.player.twist(t)

@@ -17,6 +17,16 @@ Topics (``E`` is each frame in ``end_effectors``):
   joint, header stamp zero = now): a joint-space plan (``jt_rrt_planner``'s, the style
   adapter's) followed within the limits until its end, then held; a pose or twist goal
   ends it (:mod:`ik_control.control.joint_goal`);
+* subscribes ``~/E/target_path`` (nav_msgs/Path): key poses, each reached at its
+  header stamp, counted from the path's header stamp (a zero path stamp: the pose
+  stamps are seconds from now), strictly increasing; fitted by a C2 spline from where
+  the effector is (or from the motion it follows, without a jump) and followed as a
+  moving goal, SAM's position-error specification (sec. VI, eq. 20-21; see
+  :mod:`ik_control.control.spline_path`); its last pose is then an ordinary pose goal;
+* subscribes ``~/E/velocity_profile`` (std_msgs/String): a velocity profile played from
+  where the effector is, SAM's velocity-profile specification (a file path, or the name
+  of a profile shipped in ``config/motions``, e.g. ``wave``; see
+  :mod:`ik_control.control.velocity_profile`);
 * services ``~/hold`` and ``~/resume`` (std_srvs/Trigger);
 * serves the ``~/move_to_pose`` action (ik_control_interfaces/MoveToPose, see
   :mod:`ik_control.ros.move_to_pose_server`; off, with a warning, where the interface
@@ -38,18 +48,23 @@ kind, never per tick.
 """
 
 import math
+import os
 import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from ik_control import robots
 from ik_control.control import status as status_mod
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
 from ik_control.control.goal_state import GoalState
+from ik_control.control.spline_path import KeyPosePath, MAX_KEYS
+from ik_control.control.velocity_profile import load_profile, ProfileMotion
 from ik_control.ik.nullspace import manipulability
 from ik_control.ik.obstacles import bounding_radius, MAX_OBSTACLES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
+from ik_control.kinematics.dh_file import robot_description
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
 from ik_control.ros.conversions import pose_to_matrix
@@ -59,6 +74,7 @@ from ik_control.ros.realtime_loop import (LoopStats, PolledGroup, RealtimeLoop,
                                           set_realtime_priority, take_latest)
 from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
                                    unit_quaternion)
+from nav_msgs.msg import Path
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
@@ -66,7 +82,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
@@ -96,7 +112,8 @@ _ARR_DBL = Parameter.Type.DOUBLE_ARRAY
 
 PARAMETERS = {
     'robot_description': Param('', 'URDF XML of the robot; if empty, urdf_path is read.'),
-    'urdf_path': Param('', 'URDF file, used when robot_description is empty.'),
+    'urdf_path': Param('', 'URDF file, or a DH table file (.yaml, see config/robots), used '
+                           'when robot_description is empty.'),
     'base_frame': Param('', 'Frame of targets and commands (REP 105 base_link); empty = '
                             'the URDF root. No controlled joint may move it.'),
     'end_effectors': Param(_ARR_STR, 'End-effector frames of the URDF, one task each.'),
@@ -243,7 +260,7 @@ def load_model(values):
         raise StartupError(f'end_effector_modes has {len(modes)} entries for {len(ees)} '
                            'end effectors')
     try:
-        return RobotModel.from_urdf(urdf, joints=values['joints'] or None,
+        return RobotModel.from_urdf(robot_description(urdf), joints=values['joints'] or None,
                                     base_frame=values['base_frame'] or None,
                                     end_effectors=list(zip(ees, modes)))
     except IkControlError as exc:
@@ -350,6 +367,12 @@ class IkControllerNode(Node):
                 lambda raw, ee=ee: self._on_twist(ee, deserialize_message(raw, TwistStamped)),
                 10, callback_group=polled, raw=True)
             self._target_subs += [(pose, pose.callback), (twist, twist.callback)]
+            # moving goals are rare and may be long (a spline through many key poses):
+            # built in the executor thread, handed to the controller under the lock
+            self.create_subscription(Path, f'~/{ee}/target_path',
+                                     lambda msg, ee=ee: self._on_path(ee, msg), 10)
+            self.create_subscription(String, f'~/{ee}/velocity_profile',
+                                     lambda msg, ee=ee: self._on_profile(ee, msg), 10)
             pub = self.create_publisher(Bool, f'~/{ee}/goal_reached', latched)
             pub.publish(Bool(data=False))
             self._goal_pubs.append(pub)
@@ -480,6 +503,59 @@ class IkControllerNode(Node):
             self._publish_goal(force=True)
         except InputError as exc:
             self._refuse(str(exc))
+
+    def _on_path(self, ee, msg):
+        """Follow a nav_msgs/Path of key poses (module docstring)."""
+        try:
+            if not 0 < len(msg.poses) <= MAX_KEYS:
+                raise InputError(f'{ee} target_path has {len(msg.poses)} poses: give 1 to '
+                                 f'{MAX_KEYS}')
+            origin = msg.header.stamp
+            offsets = np.array([(p.header.stamp.sec - origin.sec)
+                                + 1e-9 * (p.header.stamp.nanosec - origin.nanosec)
+                                for p in msg.poses])
+            poses = np.empty((len(msg.poses), 4, 4))
+            with self.lock:  # other frames of the model are placed at the commanded state
+                for k, p in enumerate(msg.poses):
+                    frame = p.header.frame_id or msg.header.frame_id
+                    T = pose_to_matrix(p.pose, f'{ee} target_path pose {k}')
+                    poses[k] = self._target_in_base(frame, T, p.header.stamp)
+                now = self._now()
+                start, twist = self.controller.motion_start(ee, now)
+            if not np.all(np.isfinite(poses)):
+                raise InputError(f'{ee} target_path is not finite in the base frame')
+            path = KeyPosePath(0.0, start, offsets, poses, twist)  # checks the times
+            with self.lock:
+                self.controller.follow_motion(ee, path, now,
+                                              f'a path of {len(offsets)} key poses')
+                self.topic_goals[self.controller.end_effector_index(ee)] += 1
+                self._publish_goal(force=True)
+        except InputError as exc:
+            with self.lock:
+                self._refuse(str(exc))
+
+    def _on_profile(self, ee, msg):
+        """Play a velocity profile named by a file path or a shipped motion's name."""
+        try:
+            name = msg.data.strip()
+            path = name
+            if name and os.sep not in name and not name.endswith('.yaml'):
+                try:
+                    path = robots.data_path('config', 'motions', name + '.yaml')
+                except IkControlError:
+                    raise InputError(f"{ee} velocity_profile '{name}' is neither a file nor "
+                                     'a profile in config/motions') from None
+            profile = load_profile(path)
+            with self.lock:
+                now = self._now()
+                start, _ = self.controller.motion_start(ee, now)
+                self.controller.follow_motion(ee, ProfileMotion(profile, start), now,
+                                              f"velocity profile '{profile.name}'")
+                self.topic_goals[self.controller.end_effector_index(ee)] += 1
+                self._publish_goal(force=True)
+        except InputError as exc:
+            with self.lock:
+                self._refuse(str(exc))
 
     def _on_twist(self, ee, msg):
         try:
