@@ -76,17 +76,22 @@ def _dh_to_urdf(args):
 
 
 def _paint(args):
+    return _paint_report(args.task, args.plot, args.json)
+
+
+def _paint_report(task_file, plot, as_json):
+    """Run SAM's painting example on a task file (default paint_door.yaml); print, plot."""
     from ik_control import robots
     from ik_control.examples import paint
 
-    task = paint.load_task(args.task or robots.data_path('config', 'motions', 'paint_door.yaml'))
-    results = paint.run_both(task, progress=None if args.json else _progress)
+    task = paint.load_task(task_file or robots.data_path('config', 'motions', 'paint_door.yaml'))
+    results = paint.run_both(task, progress=None if as_json else _progress)
     figures = paint.summary(task, results)
     verdicts = paint.checks(figures)
-    png = paint.plot(task, results, args.plot or 'paint.png')
+    png = paint.plot(task, results, plot or 'paint.png')
     report = {'runs': figures, 'checks': [{'claim': c, 'holds': bool(ok)} for c, ok in verdicts],
               'plot': png}
-    print(json.dumps(report, indent=2) if args.json else '\n'.join(
+    print(json.dumps(report, indent=2) if as_json else '\n'.join(
         [paint.table(task, figures)] + [f"  [{'ok' if ok else 'FAILS'}] {c}" for c, ok in verdicts]
         + [f'plot: {png}']))
     return 0 if all(ok for _, ok in verdicts) else 1
@@ -184,6 +189,12 @@ def _bench_loop(args):
 
 
 def _demo(args):
+    if (args.task == 'paint') != (args.robot == 'sam9'):
+        print("ik_control demo: --task paint is SAM's example on --robot sam9 (and sam9 has "
+              'no other task)', file=sys.stderr)
+        return EXIT_USAGE
+    if args.task == 'paint':
+        return _paint_report(None, args.plot, False)
     from ik_control.ros import demo
 
     try:
@@ -568,8 +579,11 @@ def build_parser():
 
     demo = sub.add_parser('demo', help='the controller on the simulated robot: a sequence of '
                           'goals, a summary table and a plot')
-    demo.add_argument('--robot', choices=('wam', 'simon'), default='wam',
-                      help='bundled robot (default: wam)')
+    demo.add_argument('--robot', choices=('wam', 'simon', 'sam9'), default='wam',
+                      help='bundled robot (default: wam); sam9: SAM Table 1, with --task paint')
+    demo.add_argument('--task', choices=('goals', 'paint'), default='goals',
+                      help='goals: the goal sequence on sim_robot + ik_controller (default); '
+                      "paint: SAM's spray-painting example (the same as `ik_control paint`)")
     demo.add_argument('--backend', choices=('kinematic', 'mujoco'), default='kinematic',
                       help='sim_robot backend (default: kinematic)')
     demo.add_argument('--plot', metavar='FILE', default=None,

@@ -175,3 +175,68 @@ def test_urdf_visuals_draw_each_link_from_its_joint_to_the_next():
             np.testing.assert_allclose(a, b, atol=1e-9)
         np.testing.assert_allclose(points[-1], model.pin_frame_placement(q, following)[:3, 3],
                                    atol=1e-9)
+
+
+def test_sam9_from_its_dh_file_runs_on_the_nodes_and_reaches_a_goal():
+    """
+    sim_robot and ik_controller take ``urdf_path:=config/robots/sam9.yaml`` as a URDF.
+
+    A pose goal (the forward kinematics of a configuration inside the limits) is reached,
+    as measured from the robot's joint_states by pinocchio on the URDF written from the DH
+    table -- not by the project's RobotModel.
+    """
+    from geometry_msgs.msg import PoseStamped
+    from ik_control.validation import matrix_to_quaternion
+    from ros_helpers import NodeProcess, RosTestContext
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool
+    from test_ik_controller_node import LATCHED, STARTUP
+
+    path = SAM9
+    start = [-0.11, 2.18, -2.3, 0.84, 0.59, -2.09, 1.63, -0.84, 0.19]  # paint_door.yaml
+    ns = '/sam9_dh'
+    sim = NodeProcess('ik_control.ros.sim_robot_node', [
+        '-r', f'__ns:={ns}', '-p', f'urdf_path:={path}', '-p', 'rate_hz:=200.0',
+        '-p', f"initial_positions:=[{', '.join(map(str, start))}]"])
+    ctl = NodeProcess('ik_control.ros.ik_controller_node', [
+        '-r', f'__ns:={ns}', '-p', f'urdf_path:={path}', '-p', 'base_frame:=base_link',
+        '-p', 'end_effectors:=[tool]', '-p', 'rate_hz:=200.0',
+        '-p', 'joint_state_timeout:=0.5'])
+    ctx = RosTestContext('sam9_tester')
+    try:
+        urdf = load_dh_file(path).urdf()
+        model = pin.buildModelFromXML(urdf)
+        data = model.createData()
+        tool = model.getFrameId('tool')
+
+        def fk(names, q):
+            full = pin.neutral(model)
+            for name, value in zip(names, q):
+                full[model.joints[model.getJointId(name)].idx_q] = value
+            pin.framesForwardKinematics(model, data, full)
+            return data.oMf[tool].homogeneous.copy()
+
+        states = ctx.collect(JointState, f'{ns}/joint_states', 50)
+        reached = ctx.collect(Bool, f'{ns}/ik_controller/tool/goal_reached', LATCHED)
+        pub = ctx.node.create_publisher(PoseStamped, f'{ns}/ik_controller/tool/target_pose', 10)
+        assert ctx.wait_for_subscribers(pub, 1, timeout=STARTUP), ctl.stderr[-2000:]
+        first = states.wait(timeout=STARTUP)
+        goal = fk(first.name, np.array(start) + [0.2, -0.15, 0.1, 0.2, -0.2, 0.1, 0.2, 0.1, 0.3])
+        msg = PoseStamped()
+        msg.header.frame_id = 'base_link'
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, goal[:3, 3])
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = map(float, matrix_to_quaternion(goal[:3, :3]))
+        ctx.spin_for(1.0)  # the controller holds the start: its first commands
+        reached.clear()
+        pub.publish(msg)
+        reached.wait(lambda m: m.data, timeout=20.0)
+        ctx.spin_for(0.3)
+        last = states.last
+        T = fk(last.name, last.position)
+        assert np.linalg.norm(T[:3, 3] - goal[:3, 3]) < 1e-3
+        assert np.linalg.norm(pin.log3(T[:3, :3].T @ goal[:3, :3])) < 1e-2
+    finally:
+        ctx.close()
+        for p in (ctl, sim):
+            p.stop()

@@ -42,6 +42,19 @@ def test_paint_example_tracks_within_1mm_and_avoidance_raises_the_clearance(tmp_
     assert os.path.getsize(png) > 10000
 
 
+def test_demo_sam9_paint_is_the_painting_example_and_other_pairings_are_usage_errors(
+        tmp_path, capsys):
+    for args in (['--robot', 'sam9'], ['--task', 'paint'],
+                 ['--robot', 'simon', '--task', 'paint']):
+        assert cli.main(['demo', *args]) == 2
+        assert '--task paint is SAM' in capsys.readouterr().err
+    png = tmp_path / 'demo.png'
+    assert cli.main(['demo', '--robot', 'sam9', '--task', 'paint', '--plot', str(png)]) == 0
+    out = capsys.readouterr().out
+    assert out.count('[ok]') == 2 and 'FAILS' not in out
+    assert os.path.getsize(png) > 10000
+
+
 @pytest.mark.parametrize('edit, message', [
     (lambda d: d.pop('key_poses'), 'key_poses'),
     (lambda d: d.update(standoff=-0.1), 'standoff'),

@@ -23,6 +23,7 @@ from typing import List
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from ik_control.kinematics import RobotModel
+from ik_control.kinematics.dh_file import robot_description
 from ik_control.ros.cdr import SerializedTemplate, TrajectoryReader
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.ros.realtime_loop import PolledGroup, RealtimeLoop, take_all
@@ -50,7 +51,8 @@ PARAMETERS = {
     'robot_description': Param(
         '', 'URDF XML of the robot. If empty, the file urdf_path is read.'),
     'urdf_path': Param(
-        '', 'Path of a URDF file, used when robot_description is empty.'),
+        '', 'Path of a URDF file, or of a DH table file (.yaml, see config/robots), used '
+        'when robot_description is empty.'),
     'joints': Param(
         Parameter.Type.STRING_ARRAY,
         'Simulated (commanded) joints, in the order of joint_states. Unset or '
@@ -123,9 +125,9 @@ def make_sim(values, t0):
     if values['command_interface'] not in COMMAND_TOPICS:
         raise StartupError('command_interface must be one of %s, not %r'
                            % (list(COMMAND_TOPICS), values['command_interface']))
-    urdf = values['robot_description'] or values['urdf_path']
     q0 = values['initial_positions'] or None
     try:
+        urdf = robot_description(values['robot_description'] or values['urdf_path'])
         robot = RobotModel.from_urdf(urdf, joints=values['joints'])
         v_max = a_max = None
         if values['enforce_limits']:
