@@ -353,6 +353,55 @@ def test_wam_moves_its_arm_off_an_obstacle_and_refuses_degenerate_ones(wam):
     wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
 
 
+def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
+    """
+    A 0.4 m x 0.4 m x 0.02 m plate whose face is 0.25 m from a mid-arm segment.
+
+    As the exact box it is beyond the influence distance (0.1 m clearance): the arm does
+    not move, and the node reports the clearance ObstacleAvoidance computes for the box at
+    that state. Its bounding sphere (radius 0.28 m, centre 0.26 m from the segment) would
+    come within the link radius: a node that avoided bounding spheres would report a
+    clearance below zero and move the arm.
+    """
+    import pinocchio as pin
+    from ik_control.ik.obstacles import bounding_radius, ObstacleAvoidance
+    pub = wam.ctx.node.create_publisher(MarkerArray, f'{wam.ns}/ik_controller/obstacles', 10)
+    assert wam.ctx.wait_for_subscribers(pub, 1, timeout=STARTUP)
+    q = wam.q()
+    tool = wam.model.frame_placements(q)[0]
+    wam.send_pose('tool', tool)
+    wam.wait_goal('tool')
+    q = wam.q()
+    avoid = ObstacleAvoidance(wam.model)
+    ws = wam.model.workspace()
+    ws.update(q)
+    a, b = avoid.endpoints(ws.joint_T, ws.frame_T)
+    s = len(a) // 2
+    side = np.cross(b[s] - a[s], [0.0, 0.0, 1.0])
+    side /= np.linalg.norm(side)
+    T = np.eye(4)
+    T[:3, 3] = 0.5 * (a[s] + b[s]) + side * (0.25 + 0.01)
+    axis = np.cross([0.0, 0.0, 1.0], side)  # the plate's thin axis (its z) along ``side``
+    T[:3, :3] = pin.exp3(axis / np.linalg.norm(axis) * np.arccos(side[2]))
+    x, y, z, w = matrix_to_quaternion(T[:3, :3])
+    plate = _sphere('plate', 0, T[:3, 3], 0.4, kind=Marker.CUBE,
+                    orientation=(float(x), float(y), float(z), float(w)))
+    plate.scale.z = 0.02
+    expected = {}
+    bounding = 2.0 * bounding_radius('box', [0.4, 0.4, 0.02])
+    for kind, scale in (('box', [0.4, 0.4, 0.02]), ('sphere', [bounding] * 3)):
+        avoid.set_shapes([(kind, T, scale)])
+        expected[kind] = float(avoid.clearances(ws.joint_T, ws.frame_T)[0].min())
+    assert expected['box'] > 0.1 > 0.0 > expected['sphere']
+    pub.publish(MarkerArray(markers=[plate]))
+    status = wam.diagnostic(lambda s: _value(s, 'obstacles') == '1', timeout=5.0)
+    assert abs(float(_value(status, 'obstacle_clearance_m')) - expected['box']) < 1e-3
+    wam.ctx.spin_for(1.0)
+    np.testing.assert_allclose(wam.q(), q, atol=1e-6)  # nothing to avoid: the arm stays
+    pub.publish(MarkerArray(markers=[_sphere('', 0, T[:3, 3], 0.1, action=Marker.DELETEALL)]))
+    wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
+
+
 @pytest.fixture
 def own_wam():
     """Give a test that stops the robot its own sim + controller pair (no cascade)."""

@@ -525,6 +525,19 @@ class ResolvedRateController:
         except ValueError as exc:
             raise InputError(str(exc)) from None
 
+    def set_obstacle_shapes(self, shapes):
+        """
+        Replace the obstacles by spheres, boxes and cylinders, avoided as exact shapes.
+
+        ``shapes``: ``(shape, pose, scale)`` as :meth:`ObstacleAvoidance.set_shapes` takes
+        them (pose 4x4 in the base frame, Marker sizes [m]). Raises :class:`InputError`
+        where that raises ValueError.
+        """
+        try:
+            self.obstacles.set_shapes(shapes)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+
     def set_joint_trajectory(self, names, times, positions, velocities, start):
         """
         Follow a joint trajectory (a planner's or the style adapter's) starting at ``start``.

@@ -32,9 +32,10 @@ Topics (``E`` is each frame in ``end_effectors``):
   :mod:`ik_control.ros.move_to_pose_server`; off, with a warning, where the interface
   package is not installed);
 * subscribes ``~/obstacles`` (visualization_msgs/MarkerArray): SPHERE, CUBE and CYLINDER
-  markers (ADD/MODIFY by namespace and id, DELETE, DELETEALL) are spheres the arm keeps
-  ``obstacles.influence_distance`` away from where its task allows (SAM eq. 19, see
-  :mod:`ik_control.ik.obstacles`); other marker types, non-finite or non-positive sizes,
+  markers (ADD/MODIFY by namespace and id, DELETE, DELETEALL) are obstacles, each its
+  exact shape, the arm keeps ``obstacles.influence_distance`` away from where its task
+  allows (SAM eq. 19, see :mod:`ik_control.ik.obstacles`); other marker types,
+  non-finite or non-positive sizes,
   unnormalised orientations and unknown frames are refused one marker at a time.
 
 Goals in ``base_frame`` (or with an empty frame_id) are used as they are; goals in another
@@ -590,8 +591,7 @@ class IkControllerNode(Node):
                 except InputError as exc:
                     self._refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}")
             if changed:
-                items = list(self._obstacles.values())
-                self.controller.set_obstacles([c for c, _ in items], [r for _, r in items])
+                self.controller.set_obstacle_shapes(list(self._obstacles.values()))
 
     def _apply_marker(self, marker):
         """Add, replace or delete one obstacle; return True if the set changed."""
@@ -611,16 +611,17 @@ class IkControllerNode(Node):
         T = np.eye(4)
         T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'position')
         T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w], 'orientation'))
+        scale = [sc.x, sc.y, sc.z]
         try:
-            radius = bounding_radius(shape, [sc.x, sc.y, sc.z])
+            bounding_radius(shape, scale)  # refuses sizes that are not finite and positive
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        center = self._target_in_base(marker.header.frame_id, T, marker.header.stamp)[:3, 3]
-        if not np.all(np.isfinite(center)):
-            raise InputError('position is not finite in the base frame')
+        pose = self._target_in_base(marker.header.frame_id, T, marker.header.stamp)
+        if not np.all(np.isfinite(pose)):
+            raise InputError('pose is not finite in the base frame')
         if key not in self._obstacles and len(self._obstacles) >= MAX_OBSTACLES:
             raise InputError(f'already {MAX_OBSTACLES} obstacles')
-        self._obstacles[key] = (center.copy(), radius)
+        self._obstacles[key] = (shape, pose.copy(), scale)
         return True
 
     def _on_hold(self, request, response):
