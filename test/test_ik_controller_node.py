@@ -469,3 +469,65 @@ def test_wam_stops_when_the_robot_shuts_down_and_resumes_without_a_jump(own_wam)
 
 
 LEVEL_ERROR = b'\x02'
+
+
+WAM_ARGS = ['-p', f'urdf_path:={robots.urdf_path("wam")}', '-p', 'base_frame:=wam_base',
+            '-p', 'end_effectors:=[tool]']
+BAD_STARTUPS = {
+    'no_effectors': (['-p', f'urdf_path:={robots.urdf_path("wam")}'],
+                     'end_effectors is empty'),
+    'unknown_joint': (WAM_ARGS + ['-p', 'joints:=[wam_j1, elbow]'], "'elbow'"),
+    'obstacles_not_a_list': (WAM_ARGS + ['-p', "obstacles.fixed:='{a: 1}'"],
+                             'obstacles.fixed: must be a YAML list'),
+    'obstacle_type': (WAM_ARGS + ['-p', "obstacles.fixed:='[{type: cone, size: [1], "
+                                  "position: [0, 0, 0]}]'"], 'type must be one of'),
+    'obstacle_size': (WAM_ARGS + ['-p', "obstacles.fixed:='[{type: box, size: [0.1, 0, 0.1], "
+                                  "position: [0, 0, 0]}]'"], 'sizes must be > 0 m'),
+    # rcl itself cannot parse a mapping as a parameter value (unquoted YAML)
+    'unparsable_arguments': (WAM_ARGS + ['-p', 'obstacles.fixed:={a: 1}'],
+                             'cannot parse the command line'),
+    'dh_file': (['-p', 'urdf_path:=/nonexistent/robot.yaml', '-p', 'end_effectors:=[tool]'],
+                '/nonexistent/robot.yaml'),
+}
+
+
+@pytest.fixture(scope='module')
+def bad_startups():
+    """Start every bad configuration at once (they run in parallel) and collect them."""
+    procs = {key: NodeProcess('ik_control.ros.ik_controller_node', args)
+             for key, (args, _) in BAD_STARTUPS.items()}
+    results = {}
+    for key, proc in procs.items():
+        try:
+            rc = proc.wait(timeout=60.0)
+        finally:
+            proc.stop()
+        results[key] = (rc, proc.stderr)
+    return results
+
+
+@pytest.mark.parametrize('case', sorted(BAD_STARTUPS))
+def test_bad_startup_parameters_exit_2_with_one_clear_line(bad_startups, case):
+    rc, stderr = bad_startups[case]
+    assert rc == 2, stderr
+    lines = [line for line in stderr.splitlines() if 'startup failed' in line]
+    assert len(lines) == 1 and lines[0].startswith('[ik_controller] startup failed: '), stderr
+    assert BAD_STARTUPS[case][1] in lines[0]
+    assert 'Traceback' not in stderr
+
+
+def test_fixed_obstacles_from_the_parameter_are_avoided_with_the_markers():
+    args = WAM_ARGS + ['-r', '__ns:=/wam_fixed', '-p', "obstacles.fixed:='[{name: table, "
+                       'type: box, size: [1.0, 1.0, 0.05], position: [0.5, 0, -0.1]}, '
+                       '{type: cylinder, size: [0.05, 0.5], position: [0.6, 0.4, 0.3], '
+                       "rpy: [0, 1.5708, 0]}]'"]
+    with RosTestContext('fixed_obstacles') as ctx:
+        diagnostics = ctx.collect(DiagnosticArray, '/diagnostics', 10)
+        proc = NodeProcess('ik_control.ros.ik_controller_node', args)
+        try:
+            msg = diagnostics.wait(lambda m: any(
+                s.hardware_id == 'wam' and _value(s, 'obstacles') == '2' for s in m.status),
+                timeout=STARTUP)
+            assert msg is not None
+        finally:
+            assert proc.stop() == 0, proc.stderr[-2000:]

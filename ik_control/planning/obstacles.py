@@ -50,6 +50,14 @@ class Obstacle:
         """Centre of the shape in the base frame [m]."""
         return self.pose[:3, 3].copy()
 
+    def marker_scale(self):
+        """Size as visualization_msgs/Marker gives it: x, y, z extents [m] (diameters)."""
+        if self.shape == 'box':
+            return list(self.size)
+        if self.shape == 'sphere':
+            return [2.0 * self.size[0]] * 3
+        return [2.0 * self.size[0], 2.0 * self.size[0], self.size[1]]
+
     def coal_geometry(self):
         """Return the coal shape of this obstacle (full box sides, cylinder radius and length)."""
         import coal

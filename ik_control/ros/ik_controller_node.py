@@ -66,6 +66,7 @@ from ik_control.ik.obstacles import bounding_radius, MAX_OBSTACLES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import robot_description
+from ik_control.planning.obstacles import obstacle_from_dict
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
 from ik_control.ros.conversions import pose_to_matrix
@@ -87,6 +88,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
+import yaml
 
 NODE_NAME = 'ik_controller'
 MARKER_SHAPES = {Marker.SPHERE: 'sphere', Marker.CUBE: 'box', Marker.CYLINDER: 'cylinder'}
@@ -202,6 +204,10 @@ PARAMETERS = {
                                            'empty = URDF limits [rad/s].', dynamic=True),
     'limits.max_acceleration': Param([10.0], 'Joint acceleration limits, one or one per '
                                              'joint [rad/s^2].', dynamic=True),
+    'obstacles.fixed': Param('[]', 'Fixed obstacles, a YAML list of {name, type (box, '
+                             'sphere, cylinder), size, position, rpy} in the base frame '
+                             "[m, rad] (as jt_rrt_planner's); avoided with those from "
+                             '~/obstacles.'),
     'obstacles.influence_distance': Param(_C.obstacle_influence, 'Clearance between the '
                                           "arm's capsules and an obstacle below which the "
                                           'arm moves away (SAM eq. 19) [m].', 0.0, 2.0,
@@ -248,6 +254,20 @@ def controller_config(values):
         obstacle_influence=values['obstacles.influence_distance'],
         obstacle_gain=values['obstacles.gain'], link_radius=values['obstacles.link_radius'],
         solver=solver)
+
+
+def fixed_obstacles(text):
+    """Return ``obstacles.fixed`` as ``(shape, pose, Marker scale)`` (or StartupError)."""
+    try:
+        specs = yaml.safe_load(text) or []
+        if not isinstance(specs, list):
+            raise InputError('must be a YAML list of {name, type, size, position, rpy}')
+        if len(specs) > MAX_OBSTACLES:
+            raise InputError(f'at most {MAX_OBSTACLES} obstacles, got {len(specs)}')
+        obstacles = [obstacle_from_dict(o, f'fixed_{i}') for i, o in enumerate(specs)]
+    except (IkControlError, yaml.YAMLError) as exc:
+        raise StartupError(f'obstacles.fixed: {exc}') from None
+    return [(o.shape, o.pose, o.marker_scale()) for o in obstacles]
 
 
 def load_model(values):
@@ -385,7 +405,11 @@ class IkControllerNode(Node):
         self._target_subs.append((plan, plan.callback))
         self._out = self.create_publisher(msg_type, output_topic, 10)
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._obstacles = {}  # (marker namespace, id) -> (centre in the base frame, radius)
+        # (marker namespace, id) -> (shape, pose in the base frame, Marker scale)
+        self._obstacles = {}
+        self._fixed_obstacles = fixed_obstacles(values['obstacles.fixed'])
+        if self._fixed_obstacles:
+            self.controller.set_obstacle_shapes(self._fixed_obstacles)
         self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
         self.create_service(Trigger, '~/hold', self._on_hold)
         self.create_service(Trigger, '~/resume', self._on_resume)
@@ -591,7 +615,8 @@ class IkControllerNode(Node):
                 except InputError as exc:
                     self._refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}")
             if changed:
-                self.controller.set_obstacle_shapes(list(self._obstacles.values()))
+                self.controller.set_obstacle_shapes(self._fixed_obstacles
+                                                    + list(self._obstacles.values()))
 
     def _apply_marker(self, marker):
         """Add, replace or delete one obstacle; return True if the set changed."""

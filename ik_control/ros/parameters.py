@@ -134,7 +134,12 @@ def run_node(name, factory, args=None, executor='single_threaded'):
     node with a ``spin(executor)`` method runs itself (its own loop); others are spun.
     Returns the exit code.
     """
-    rclpy.init(args=args)
+    try:
+        rclpy.init(args=args)
+    except RuntimeError as exc:  # rcl's RCLError: arguments it cannot parse
+        print(f'[{name}] startup failed: cannot parse the command line arguments: '
+              f'{str(exc).strip()}', file=sys.stderr, flush=True)
+        return EXIT_BAD_PARAMETERS
     node = None
     try:
         node = factory()
