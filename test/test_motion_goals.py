@@ -104,6 +104,41 @@ def test_a_velocity_profile_plays_from_the_current_pose_and_the_wave_returns():
     assert c.goal_state[0] == GoalState.REACHED
 
 
+def test_a_profiles_priorities_weight_the_obstacle_avoidance_while_it_plays():
+    """step.yaml's ``secondary`` weight scales the obstacle gain (SAM sec. V), then not."""
+    c = _controller()
+    profile = load_profile(robots.data_path('config', 'motions', 'step.yaml'))
+    start, _ = c.motion_start('tool', 0.0)
+    motion = ProfileMotion(profile, start)
+    c.follow_motion('tool', motion, 0.0, 'the step')
+    gains, expected = [], []
+    for k in range(1, int((profile.duration + 0.5) / 0.002)):
+        now = k * 0.002
+        c.set_joint_state(WAM.joint_names, c.q_cmd, now)
+        c.update(now)
+        gains.append(c.obstacles.gain)
+        t = now + c.lead
+        expected.append(c.config.obstacle_gain * (
+            motion.weights(t).get('secondary', 1.0) if t < profile.duration else 1.0))
+    np.testing.assert_allclose(gains, expected, rtol=0, atol=1e-12)
+    assert np.ptp(gains) > 0.5 * c.config.obstacle_gain  # the weights do vary
+    assert gains[-1] == c.config.obstacle_gain
+
+
+def test_velocity_profile_requests_parse_or_are_refused():
+    from ik_control.ros.ik_controller_node import _profile_request
+    from ik_control.validation import InputError
+
+    assert _profile_request(' wave ') == ('wave', 0.0, None)
+    name, amplitude, seed = _profile_request('{profile: step, perturbation: [0.02, 0.1], '
+                                             'seed: 3}')
+    assert (name, list(amplitude), seed) == ('step', [0.02, 0.1], 3)
+    for bad in ('{profile: wave, perturbation: [1, 2, 3]}', '{profile: wave, seed: -1}',
+                '{perturbation: 0.1}', '{profile: wave, speed: 2}', '{profile: [}'):
+        with pytest.raises(InputError, match='velocity_profile'):
+            _profile_request(bad)
+
+
 # ---------------------------------------------------------------- over real DDS
 class UrdfFk:
     """The tool's placement from joint_states by name, with pinocchio on the URDF itself."""
@@ -184,14 +219,16 @@ def test_a_path_and_a_profile_sent_to_the_node_move_the_robot_as_specified(wam):
     assert np.ptp(poses[:, 1, 3]) > 0.1
     np.testing.assert_allclose(poses[-1, :3, 3], start[:3, 3], atol=2e-3)
 
-    # an unknown profile and a path whose times go back are refused, each counted, and
-    # change nothing
+    # an unknown profile, a path whose times go back and a malformed perturbation are
+    # refused, each counted, and change nothing
     refused = int(_value(wam.diagnostic(lambda s: True), 'refused_messages'))
     wam.profile_pub.publish(String(data='no_such_motion'))
     wam.diagnostic(lambda s: "'no_such_motion'" in _value(s, 'last_refusal'))
     wam.path_pub.publish(_path_message(wam.model.base_frame, keys[:2], [2.0, 1.0]))
-    status = wam.diagnostic(lambda s: 'must increase' in _value(s, 'last_refusal'))
-    assert int(_value(status, 'refused_messages')) == refused + 2
+    wam.diagnostic(lambda s: 'must increase' in _value(s, 'last_refusal'))
+    wam.profile_pub.publish(String(data='{profile: wave, perturbation: [1, 2, 3]}'))
+    status = wam.diagnostic(lambda s: 'perturbation must be' in _value(s, 'last_refusal'))
+    assert int(_value(status, 'refused_messages')) == refused + 3
     _, poses = _measured_poses(wam, fk, 0.5)
     assert np.max(np.linalg.norm(poses[:, :3, 3] - start[:3, 3], axis=1)) < 2e-3
 

@@ -459,7 +459,9 @@ class ResolvedRateController:
         velocity profile (:class:`~.velocity_profile.ProfileMotion`), built from
         :meth:`motion_start`. Each tick the target is its sample at the knot being
         committed, with its twist as feed-forward: eq. (20), the error to the next sample
-        drives the arm, so integration error never accumulates. Once it has played out
+        drives the arm, so integration error never accumulates. A motion with
+        ``weights(t)`` (a profile's ``priorities``, SAM sec. V) scales the obstacle
+        avoidance gain by its ``secondary`` weight while it plays. Once it has played out
         its last pose is an ordinary pose goal, reached or unreachable by the usual rules.
         A motion is a goal (``goal_ids``, :class:`GoalState`); ``what`` names it in the log.
         """
@@ -662,6 +664,7 @@ class ResolvedRateController:
             S = self._solver_targets[i]
             S[:3, 3] = T[:3, 3] + v / k
             S[:3, :3] = _exp3(w / k) @ T[:3, :3]
+        self.obstacles.gain = self.config.obstacle_gain  # unless a motion's priorities say
         for i in np.flatnonzero(self.mode == MODE_MOTION):
             self._advance_motion(i, now)
         return status
@@ -678,6 +681,9 @@ class ResolvedRateController:
             self.motions[i] = None
             self._best_time[i] = now
             return
+        weights = getattr(motion, 'weights', None)
+        if weights is not None:  # SAM sec. V: the secondary goal's weight over time
+            self.obstacles.gain = self.config.obstacle_gain * weights(t).get('secondary', 1.0)
         T[:] = motion.sample(t)
         twist = motion.twist(t)
         k = self.config.gain

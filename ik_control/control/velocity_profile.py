@@ -216,3 +216,7 @@ class ProfileMotion:
         if not 0.0 <= t < self.end_time:
             return np.zeros(6)
         return self.player.twist(t)
+
+    def weights(self, t):
+        """Priority weights at ``t`` from the profile's ``priorities`` (``{}``: none)."""
+        return self.player.weights(t)

@@ -25,7 +25,9 @@ Topics (``E`` is each frame in ``end_effectors``):
   :mod:`ik_control.control.spline_path`); its last pose is then an ordinary pose goal;
 * subscribes ``~/E/velocity_profile`` (std_msgs/String): a velocity profile played from
   where the effector is, SAM's velocity-profile specification (a file path, or the name
-  of a profile shipped in ``config/motions``, e.g. ``wave``; see
+  of a profile shipped in ``config/motions``, e.g. ``wave``, or ``{profile: wave,
+  perturbation: [0.02, 0.1], seed: 1}`` for SAM's small perturbations [m/s, rad/s]; the
+  file's ``priorities`` weight the obstacle avoidance while it plays; see
   :mod:`ik_control.control.velocity_profile`);
 * services ``~/hold`` and ``~/resume`` (std_srvs/Trigger);
 * serves the ``~/move_to_pose`` action (ik_control_interfaces/MoveToPose, see
@@ -254,6 +256,38 @@ def controller_config(values):
         obstacle_influence=values['obstacles.influence_distance'],
         obstacle_gain=values['obstacles.gain'], link_radius=values['obstacles.link_radius'],
         solver=solver)
+
+
+def _profile_request(text):
+    """
+    Return ``(name or path, perturbation, seed)`` of a ``velocity_profile`` message.
+
+    Either the profile's name or file path, or a YAML mapping ``{profile: wave,
+    perturbation: [linear m/s, angular rad/s], seed: 1}`` (perturbation and seed
+    optional).
+    """
+    text = text.strip()
+    if not text.startswith('{'):
+        return text, 0.0, None
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f'velocity_profile is not valid YAML: {exc}') from None
+    unknown = set(spec) - {'profile', 'perturbation', 'seed'} if isinstance(spec, dict) else ()
+    if not isinstance(spec, dict) or 'profile' not in spec or unknown:
+        raise InputError('velocity_profile must be a name, a file, or {profile, '
+                         'perturbation, seed}')
+    seed = spec.get('seed')
+    if seed is not None and not (isinstance(seed, int) and seed >= 0):
+        raise InputError('velocity_profile seed must be an integer >= 0')
+    try:
+        perturbation = np.asarray(spec.get('perturbation', 0.0), dtype=float)
+    except (TypeError, ValueError):
+        perturbation = None
+    if perturbation is None or perturbation.size not in (1, 2):
+        raise InputError('velocity_profile perturbation must be one number or [linear, '
+                         'angular]')
+    return str(spec['profile']), perturbation.reshape(-1), seed
 
 
 def fixed_obstacles(text):
@@ -560,9 +594,9 @@ class IkControllerNode(Node):
                 self._refuse(str(exc))
 
     def _on_profile(self, ee, msg):
-        """Play a velocity profile named by a file path or a shipped motion's name."""
+        """Play a velocity profile: a name or file, or ``{profile, perturbation, seed}``."""
         try:
-            name = msg.data.strip()
+            name, perturbation, seed = _profile_request(msg.data)
             path = name
             if name and os.sep not in name and not name.endswith('.yaml'):
                 try:
@@ -574,7 +608,8 @@ class IkControllerNode(Node):
             with self.lock:
                 now = self._now()
                 start, _ = self.controller.motion_start(ee, now)
-                self.controller.follow_motion(ee, ProfileMotion(profile, start), now,
+                motion = ProfileMotion(profile, start, perturbation, seed)
+                self.controller.follow_motion(ee, motion, now,
                                               f"velocity profile '{profile.name}'")
                 self.topic_goals[self.controller.end_effector_index(ee)] += 1
                 self._publish_goal(force=True)
