@@ -1,8 +1,22 @@
-"""Session set-up shared by the test modules."""
+"""
+Session set-up shared by the test modules.
 
+Hypothesis runs derandomized by default: every run (CI's included) checks the same
+examples, so a red run is reproducible and never a draw. Set ``HYPOTHESIS_PROFILE=explore``
+to search new examples (``make test HYPOTHESIS_PROFILE=explore``, several times before a
+release); what it finds goes into the tests as ``@example``s or fixes.
+"""
+
+import os
+
+from hypothesis import settings
 from ik_control import robots
 from ik_control.control.controller import ResolvedRateController
 import pytest
+
+settings.register_profile('default', derandomize=True)
+settings.register_profile('explore', derandomize=False)
+settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'default'))
 
 
 @pytest.fixture(scope='session', autouse=True)
