@@ -42,6 +42,7 @@ setup(
             'ik_controller = ik_control.ros.ik_controller_node:main',
             'sim_robot = ik_control.ros.sim_robot_node:main',
             'jt_rrt_planner = ik_control.ros.jt_rrt_planner_node:main',
+            'style_adapter = ik_control.ros.style_adapter_node:main',
         ],
     },
 )
