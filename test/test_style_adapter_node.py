@@ -19,6 +19,7 @@ import pinocchio as pin
 import pytest
 from ros_helpers import NodeProcess
 from test_ik_controller_node import Bringup, STARTUP
+from trajectory_msgs.msg import JointTrajectory
 
 NS = '/simon_style'
 
@@ -31,6 +32,12 @@ def simon():
     bringup.goal_pub = bringup.ctx.node.create_publisher(
         PointStamped, f'{NS}/style_adapter/goal', 10)
     bringup.style_diag = bringup.ctx.collect(DiagnosticArray, '/diagnostics', 50)
+    # when each adapted trajectory was published (DDS source timestamp, system clock [s]):
+    # the motion starts when the controller takes it, within milliseconds of that
+    bringup.plans = []
+    bringup.ctx.node.create_subscription(
+        JointTrajectory, f'{NS}/ik_controller/joint_trajectory',
+        lambda msg, info: bringup.plans.append(1e-9 * info['source_timestamp']), 10)
     try:
         assert bringup.ctx.wait_for_subscribers(bringup.goal_pub, 1, timeout=STARTUP), \
             adapter.stderr[-2000:]
@@ -90,8 +97,9 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     msg.point.x, msg.point.y, msg.point.z = map(float, goal)
     n = len(simon.states.messages)
     simon.goal_pub.publish(msg)
-    # published right after the trajectory: the motion starts about then
-    status, sent = _style_status(simon, lambda s: _value(s, 'adaptations') == '1')
+    status, _ = _style_status(simon, lambda s: _value(s, 'adaptations') == '1')
+    assert simon.ctx.spin_until(lambda: simon.plans, 5.0)
+    sent = simon.plans[0]
     t_pc = float(_value(status, 'constraint_time_s'))
     search_error = float(_value(status, 'search_error_m'))
     print(f"adapted in {_value(status, 'adaptation_ms')} ms")
@@ -106,10 +114,11 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     closest = int(np.argmin(distance))
     print(f'closest {distance[closest] * 1e3:.1f} mm at {stamps[closest] - sent:.3f} s '
           f'(constraint instant {t_pc} s, search error {search_error * 1e3:.1f} mm)')
-    # met where the search put it (within its fine resolution), when the exemplar says;
-    # the motion starts when the controller takes the trajectory, after the adaptation
-    assert distance[closest] < search_error + 0.01, simon.ctl.stderr[-3000:]
-    assert t_pc - 0.05 <= stamps[closest] - sent <= t_pc + 0.25
+    # met where the search put it, when the exemplar says. The bound adds the controller's
+    # tracking of the plan to the search's error: 3.1 mm in all on an otherwise idle
+    # machine, 15.3 mm in one full-suite run on this 2-core machine (late ticks)
+    assert distance[closest] < search_error + 0.02, simon.ctl.stderr[-3000:]
+    assert abs(stamps[closest] - sent - t_pc) < 0.15
     assert distance[0] > 0.1  # it did move to get there
 
 
