@@ -84,7 +84,7 @@ def _paint_report(task_file, plot, as_json):
     from ik_control import robots
     from ik_control.examples import paint
 
-    task = paint.load_task(task_file or robots.data_path('config', 'motions', 'paint_door.yaml'))
+    task = paint.load_task(task_file or robots.motion_path('paint_door'))
     results = paint.run_both(task, progress=None if as_json else _progress)
     figures = paint.summary(task, results)
     verdicts = paint.checks(figures)

@@ -65,6 +65,11 @@ def data_path(*parts):
     return path
 
 
+def motion_path(name):
+    """Path of the motion shipped as ``config/motions/<name>.yaml`` (see :func:`data_path`)."""
+    return data_path('config', 'motions', f'{name}.yaml')
+
+
 def urdf_path(name):
     """Path of the URDF of bundled robot ``name`` (``wam``, ``simon``)."""
     if name not in SETUPS:

@@ -89,7 +89,7 @@ def test_a_new_path_starts_from_the_old_ones_pose_and_velocity():
 
 def test_a_velocity_profile_plays_from_the_current_pose_and_the_wave_returns():
     c = _controller()
-    profile = load_profile(robots.data_path('config', 'motions', 'wave.yaml'))
+    profile = load_profile(robots.motion_path('wave'))
     start, _ = c.motion_start('tool', 0.0)
     motion = ProfileMotion(profile, start)
 
@@ -107,7 +107,7 @@ def test_a_velocity_profile_plays_from_the_current_pose_and_the_wave_returns():
 def test_a_profiles_priorities_weight_the_obstacle_avoidance_while_it_plays():
     """step.yaml's ``secondary`` weight scales the obstacle gain (SAM sec. V), then not."""
     c = _controller()
-    profile = load_profile(robots.data_path('config', 'motions', 'step.yaml'))
+    profile = load_profile(robots.motion_path('step'))
     start, _ = c.motion_start('tool', 0.0)
     motion = ProfileMotion(profile, start)
     c.follow_motion('tool', motion, 0.0, 'the step')
@@ -214,7 +214,7 @@ def test_a_path_and_a_profile_sent_to_the_node_move_the_robot_as_specified(wam):
     # the wave, from wherever the hand is now: side to side, and back where it began
     start = poses[-1]
     wam.profile_pub.publish(String(data='wave'))
-    profile = load_profile(robots.data_path('config', 'motions', 'wave.yaml'))
+    profile = load_profile(robots.motion_path('wave'))
     stamps, poses = _measured_poses(wam, fk, profile.duration + 1.5)
     assert np.ptp(poses[:, 1, 3]) > 0.1
     np.testing.assert_allclose(poses[-1, :3, 3], start[:3, 3], atol=2e-3)

@@ -637,6 +637,8 @@ class ResolvedRateController:
         """
         Integrate the virtual targets of effectors in velocity mode; feed-forward target.
 
+        Effectors following a motion get its sample and twist (:meth:`_advance_motion`).
+
         The virtual target moves with the time actually elapsed since the last tick (at
         most ``MAX_TWIST_STEP``), so a late tick does not slow the commanded twist.
         """

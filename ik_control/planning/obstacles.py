@@ -105,3 +105,20 @@ def obstacle_from_dict(spec, default_name='obstacle'):
     size = [size] if np.isscalar(size) else size
     return Obstacle(name, str(spec['type']), tuple(size),
                     pose_from(spec['position'], spec.get('rpy', (0.0, 0.0, 0.0))))
+
+
+def obstacles_from_yaml(text, prefix='obstacle'):
+    """
+    Parse a YAML list of obstacle mappings (a node parameter) into :class:`Obstacle` s.
+
+    Unnamed entries are called ``<prefix>_<index>``. Raises InputError.
+    """
+    import yaml
+
+    try:
+        specs = yaml.safe_load(text) or []
+    except yaml.YAMLError as exc:
+        raise InputError(f'not valid YAML: {exc}') from None
+    if not isinstance(specs, list):
+        raise InputError('must be a YAML list of {name, type, size, position, rpy}')
+    return [obstacle_from_dict(o, f'{prefix}_{i}') for i, o in enumerate(specs)]

@@ -66,6 +66,20 @@ def pose_to_matrix(pose, what='pose'):
     return T
 
 
+def joint_state_positions(msg, joint_names: Sequence[str]):
+    """
+    Return the positions of ``joint_names`` from a sensor_msgs/JointState (any order).
+
+    None when a joint is missing, the arrays disagree in length or a value is not finite:
+    the caller keeps its last good state.
+    """
+    index = {n: i for i, n in enumerate(msg.name)}
+    if len(msg.position) != len(msg.name) or not all(n in index for n in joint_names):
+        return None
+    q = np.array([msg.position[index[n]] for n in joint_names])
+    return q if np.all(np.isfinite(q)) else None
+
+
 def write_float_array(msg, field: str, values) -> None:
     """
     Set the ``float64[]`` field ``field`` of ``msg`` to ``values`` (None empties it).

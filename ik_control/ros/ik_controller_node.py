@@ -68,7 +68,7 @@ from ik_control.ik.obstacles import bounding_radius, MAX_OBSTACLES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import robot_description
-from ik_control.planning.obstacles import obstacle_from_dict
+from ik_control.planning.obstacles import obstacles_from_yaml
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
 from ik_control.ros.conversions import pose_to_matrix
@@ -293,14 +293,12 @@ def _profile_request(text):
 def fixed_obstacles(text):
     """Return ``obstacles.fixed`` as ``(shape, pose, Marker scale)`` (or StartupError)."""
     try:
-        specs = yaml.safe_load(text) or []
-        if not isinstance(specs, list):
-            raise InputError('must be a YAML list of {name, type, size, position, rpy}')
-        if len(specs) > MAX_OBSTACLES:
-            raise InputError(f'at most {MAX_OBSTACLES} obstacles, got {len(specs)}')
-        obstacles = [obstacle_from_dict(o, f'fixed_{i}') for i, o in enumerate(specs)]
-    except (IkControlError, yaml.YAMLError) as exc:
+        obstacles = obstacles_from_yaml(text, 'fixed')
+    except IkControlError as exc:
         raise StartupError(f'obstacles.fixed: {exc}') from None
+    if len(obstacles) > MAX_OBSTACLES:
+        raise StartupError(f'obstacles.fixed: at most {MAX_OBSTACLES} obstacles, got '
+                           f'{len(obstacles)}')
     return [(o.shape, o.pose, o.marker_scale()) for o in obstacles]
 
 
@@ -585,10 +583,7 @@ class IkControllerNode(Node):
                 raise InputError(f'{ee} target_path is not finite in the base frame')
             path = KeyPosePath(0.0, start, offsets, poses, twist)  # checks the times
             with self.lock:
-                self.controller.follow_motion(ee, path, now,
-                                              f'a path of {len(offsets)} key poses')
-                self.topic_goals[self.controller.end_effector_index(ee)] += 1
-                self._publish_goal(force=True)
+                self._start_motion(ee, path, now, f'a path of {len(offsets)} key poses')
         except InputError as exc:
             with self.lock:
                 self._refuse(str(exc))
@@ -600,7 +595,7 @@ class IkControllerNode(Node):
             path = name
             if name and os.sep not in name and not name.endswith('.yaml'):
                 try:
-                    path = robots.data_path('config', 'motions', name + '.yaml')
+                    path = robots.motion_path(name)
                 except IkControlError:
                     raise InputError(f"{ee} velocity_profile '{name}' is neither a file nor "
                                      'a profile in config/motions') from None
@@ -608,14 +603,17 @@ class IkControllerNode(Node):
             with self.lock:
                 now = self._now()
                 start, _ = self.controller.motion_start(ee, now)
-                motion = ProfileMotion(profile, start, perturbation, seed)
-                self.controller.follow_motion(ee, motion, now,
-                                              f"velocity profile '{profile.name}'")
-                self.topic_goals[self.controller.end_effector_index(ee)] += 1
-                self._publish_goal(force=True)
+                self._start_motion(ee, ProfileMotion(profile, start, perturbation, seed), now,
+                                   f"velocity profile '{profile.name}'")
         except InputError as exc:
             with self.lock:
                 self._refuse(str(exc))
+
+    def _start_motion(self, ee, motion, now, what):
+        """Hand a moving goal to the controller and say so (call with the lock held)."""
+        self.controller.follow_motion(ee, motion, now, what)
+        self.topic_goals[self.controller.end_effector_index(ee)] += 1
+        self._publish_goal(force=True)
 
     def _on_twist(self, ee, msg):
         try:

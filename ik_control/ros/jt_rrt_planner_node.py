@@ -26,9 +26,9 @@ from ik_control import robots
 from ik_control.planning.collision import CollisionChecker
 from ik_control.planning.goal import WorkspaceGoal
 from ik_control.planning.jt_rrt import RrtSettings
-from ik_control.planning.obstacles import Obstacle, obstacle_from_dict
+from ik_control.planning.obstacles import Obstacle, obstacles_from_yaml
 from ik_control.planning.pipeline import METHODS, Planner
-from ik_control.ros.conversions import arrays_to_joint_trajectory
+from ik_control.ros.conversions import arrays_to_joint_trajectory, joint_state_positions
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.validation import (finite_vector, IkControlError, InputError,
                                    quaternion_to_matrix, unit_quaternion)
@@ -38,7 +38,6 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
-import yaml
 
 NAME = 'jt_rrt_planner'
 PARAMETERS = {
@@ -76,10 +75,10 @@ class JtRrtPlannerNode(Node):
             if v['method'] not in METHODS:
                 raise InputError(f"method must be one of {list(METHODS)}, not '{v['method']}'")
             self.model = robots.robot(v['robot'])
-            fixed = yaml.safe_load(v['obstacles']) or []
-            if not isinstance(fixed, list):
-                raise InputError('obstacles must be a YAML list')
-            self.fixed = [obstacle_from_dict(o, f'param_{i}') for i, o in enumerate(fixed)]
+            try:
+                self.fixed = obstacles_from_yaml(v['obstacles'], 'param')
+            except InputError as exc:
+                raise InputError(f'obstacles: {exc}') from None
             self.settings = RrtSettings(time_limit=v['time_limit'],
                                         min_progress=v['min_progress'])
             self.checker = CollisionChecker(self.model, self.fixed, v['resolution'])
@@ -100,11 +99,9 @@ class JtRrtPlannerNode(Node):
 
     # ------------------------------------------------------------------ inputs
     def _on_state(self, msg):
-        index = {n: i for i, n in enumerate(msg.name)}
-        if all(n in index for n in self.model.joint_names) and len(msg.position) == len(msg.name):
-            q = np.array([msg.position[index[n]] for n in self.model.joint_names])
-            if np.all(np.isfinite(q)):
-                self.q = q
+        q = joint_state_positions(msg, self.model.joint_names)
+        if q is not None:
+            self.q = q
 
     def _in_base(self, frame, T):
         if frame in ('', self.model.base_frame):

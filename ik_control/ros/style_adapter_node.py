@@ -25,7 +25,7 @@ exemplar's constraint instant, at joint values found by TSFKS (eq. 1).
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped
 from ik_control import robots
-from ik_control.ros.conversions import arrays_to_joint_trajectory
+from ik_control.ros.conversions import arrays_to_joint_trajectory, joint_state_positions
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.style.adapter import StyleAdapter
 from ik_control.validation import finite_vector, IkControlError, InputError
@@ -63,6 +63,8 @@ class StyleAdapterNode(Node):
             self.adapter = StyleAdapter(v['motion'], model=self.model)
         except IkControlError as exc:
             raise StartupError(str(exc)) from None
+        # the exemplar's joints among the robot's
+        self.cols = [self.model.joint_names.index(j) for j in self.adapter.exemplar.joint_names]
         self.step = max(1, int(round(v['output_period'] / self.adapter.dt)))
         samples = -(-len(self.adapter.times) // self.step) + 1
         if samples > MAX_POINTS:
@@ -84,17 +86,14 @@ class StyleAdapterNode(Node):
         """Where the exemplar itself puts its end effector at its first constraint instant."""
         a = self.adapter
         q = self.model.center.copy()
-        cols = [self.model.joint_names.index(j) for j in a.exemplar.joint_names]
-        q[cols] = a.pose_at(min(a.exemplar.instants, key=a.exemplar.instants.get))
+        q[self.cols] = a.pose_at(min(a.exemplar.instants, key=a.exemplar.instants.get))
         # a contiguous copy, as a goal's point is: numba compiles per array layout
         return self.model.pin_frame_placement(q, a.exemplar.end_effector)[:3, 3].copy()
 
     def _on_state(self, msg):
-        index = {n: i for i, n in enumerate(msg.name)}
-        if all(n in index for n in self.model.joint_names) and len(msg.position) == len(msg.name):
-            q = np.array([msg.position[index[n]] for n in self.model.joint_names])
-            if np.all(np.isfinite(q)):
-                self.q = q
+        q = joint_state_positions(msg, self.model.joint_names)
+        if q is not None:
+            self.q = q
 
     def _on_goal(self, msg):
         try:
@@ -140,8 +139,8 @@ class StyleAdapterNode(Node):
         little past it, by how much depends on the start: there the joint rests on its
         stop (velocity zero), and the amount is reported (``clipped_rad``).
         """
-        cols = [self.model.joint_names.index(j) for j in motion.joint_names]
-        clipped = np.clip(motion.positions, self.model.lower[cols], self.model.upper[cols])
+        clipped = np.clip(motion.positions, self.model.lower[self.cols],
+                          self.model.upper[self.cols])
         amount = float(np.max(np.abs(clipped - motion.positions)))
         motion.velocities[clipped != motion.positions] = 0.0
         motion.positions = clipped
@@ -157,8 +156,7 @@ class StyleAdapterNode(Node):
         keeps them within the URDF velocity limits and ``max_acceleration``. The shape,
         the style, is the same; the constraint instant comes ``s`` times later.
         """
-        cols = [self.model.joint_names.index(j) for j in motion.joint_names]
-        v = np.max(np.abs(motion.velocities), axis=0) / self.model.velocity_limit[cols]
+        v = np.max(np.abs(motion.velocities), axis=0) / self.model.velocity_limit[self.cols]
         a = np.max(np.abs(np.diff(motion.velocities, axis=0)), axis=0) / self.adapter.dt
         scale = max(1.0, float(np.max(v)),
                     float(np.sqrt(np.max(a) / self.values['max_acceleration'])))
@@ -177,9 +175,8 @@ class StyleAdapterNode(Node):
         n = len(keep)
         positions = np.tile(self.q, (n, 1))
         velocities = np.zeros((n, self.model.nq))
-        cols = [self.model.joint_names.index(j) for j in motion.joint_names]
-        positions[:, cols] = motion.positions[keep]
-        velocities[:, cols] = motion.velocities[keep]
+        positions[:, self.cols] = motion.positions[keep]
+        velocities[:, self.cols] = motion.velocities[keep]
         velocities[-1] = 0.0  # the exemplar ends at rest; the controller holds it there
         times = motion.times[keep]
         times = times - times[0]

@@ -22,13 +22,11 @@ smooth as the animator's curve and not a polyline of the stored samples.
 from dataclasses import dataclass, field
 import os
 
-from ik_control.robots import data_path
+from ik_control.robots import motion_path
 from ik_control.validation import InputError, ModelError
 import numpy as np
 from scipy.interpolate import CubicSpline
 import yaml
-
-MOTION_DIR = ('config', 'motions')
 
 
 @dataclass
@@ -111,11 +109,6 @@ class Exemplar:
 
 KNOWN_KEYS = {'name', 'description', 'robot', 'dt', 'joint_names', 'positions', 'instants',
               'end_effector', 'search_joints', 'modulated_joints', 'segment'}
-
-
-def motion_path(name):
-    """Path of ``config/motions/<name>.yaml`` (installed share directory or source tree)."""
-    return data_path(*MOTION_DIR, f'{name}.yaml')
 
 
 def load_motion(name_or_path):
