@@ -9,6 +9,7 @@ from ik_control.planning.obstacles import Obstacle, pose_from
 from ik_control.ros.conversions import arrays_to_joint_state, joint_trajectory_to_arrays
 from ik_control.ros.jt_rrt_planner_node import JtRrtPlannerNode
 import numpy as np
+import pinocchio as pin
 import pytest
 from rclpy.parameter import Parameter
 from ros_helpers import RosTestContext
@@ -33,9 +34,10 @@ def ros():
         ctx.diag = ctx.collect(DiagnosticArray, '/diagnostics')
         ctx.states = ctx.node.create_publisher(JointState, 'joint_states', 10)
         ctx.goal = ctx.node.create_publisher(PointStamped, '/jt_rrt_planner/goal_position', 10)
+        ctx.point = ctx.node.create_publisher(PointStamped, '/jt_rrt_planner/goal_point', 10)
         ctx.pose = ctx.node.create_publisher(PoseStamped, '/jt_rrt_planner/goal', 10)
         ctx.obstacles = ctx.node.create_publisher(MarkerArray, '/jt_rrt_planner/obstacles', 10)
-        for pub in (ctx.states, ctx.goal, ctx.pose, ctx.obstacles):
+        for pub in (ctx.states, ctx.goal, ctx.point, ctx.pose, ctx.obstacles):
             assert ctx.wait_for_subscribers(pub)
         yield ctx
         ctx.executor.remove_node(node)
@@ -76,6 +78,36 @@ def test_plans_around_the_box_to_the_goal(ros):
     tip = GoalKinematics(WAM, 'tool').placement(traj.positions[-1])[:3, 3]
     assert np.linalg.norm(tip - goal) <= 0.02
     assert _diag(ros, DiagnosticStatus.OK).message == 'trajectory published'
+
+
+def _plan_end(ros):
+    """Return the tool placement at the end of the next published trajectory."""
+    traj = joint_trajectory_to_arrays(ros.traj.wait(timeout=20.0))
+    assert np.allclose(traj.positions[0], START, atol=1e-9)
+    return GoalKinematics(WAM, 'tool').placement(traj.positions[-1]).copy()
+
+
+def test_point_goal_on_goal_point_and_pose_goal_on_goal_in_another_frame(ros):
+    _send_state(ros, START)
+    link1 = WAM.pin_frame_placement(START, 'wam_link_1')
+    goal = np.array([0.55, -0.35, 0.55])
+    local = np.linalg.solve(link1, np.append(goal, 1.0))[:3]
+    ros.traj.clear()
+    ros.point.publish(_point(local, frame='wam_link_1'))
+    assert np.linalg.norm(_plan_end(ros)[:3, 3] - goal) <= 0.02
+    # a pose that a free configuration reaches, given in wam_link_1
+    T = GoalKinematics(WAM, 'tool').placement(np.array([-0.2, 0.9, 0.1, 1.6, 0.2, -0.3, 0.0]))
+    T_local = np.linalg.solve(link1, T)
+    msg = PoseStamped()
+    msg.header.frame_id = 'wam_link_1'
+    p, o = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z = T_local[:3, 3]
+    o.x, o.y, o.z, o.w = pin.Quaternion(T_local[:3, :3]).coeffs()
+    ros.traj.clear()
+    ros.pose.publish(msg)
+    end = _plan_end(ros)
+    assert np.linalg.norm(end[:3, 3] - T[:3, 3]) <= 0.02
+    assert np.linalg.norm(pin.log3(end[:3, :3] @ T[:3, :3].T)) <= 0.1
 
 
 def test_refusals_carry_their_reason(ros):

@@ -151,7 +151,28 @@ def table(results):
                 lines.append(f"{'  [paper]':<16}{k:>3}{p[0]:>5}/50 {'':>10}{p[1]:9.3f}"
                              f"{p[2]:8d}{p[3]:9d}{p[4]:9d}{p[5]:10d}{_fmt(p[6], '8d')}")
         lines.append('')
+    lines.append(recheck_line(results))
     return '\n'.join(lines)
+
+
+def recheck_line(results):
+    """One line: how many returned paths passed the fine re-check, and why runs failed."""
+    returned = verified = failed = 0
+    reasons = {}
+    for entry in results['scenarios']:
+        for data in entry['methods'].values():
+            for r in data['records']:
+                if r['success']:
+                    returned += 1
+                    verified += bool(r['verified'])
+                else:
+                    failed += 1
+                    reasons[r['reason']] = reasons.get(r['reason'], 0) + 1
+    why = ', '.join(f'{n} {reason}' for reason, n in sorted(reasons.items()))
+    mm = results['fine_resolution'] * 1000
+    return (f're-check at {mm:g} mm: {verified} of {returned} returned paths (raw and '
+            f'smoothed) collision-free and inside the joint limits; {failed} runs returned no '
+            f"path{f' ({why})' if why else ''}")
 
 
 def plot(results, path):

@@ -26,10 +26,18 @@ radius of the shape), so along the segment every point travels at most
 point of the swept motion then lies within ``resolution / 2`` of the same point at a
 checked sample, where the clearance is larger than that: nothing tunnels through,
 however thin the obstacle.
+
+**Broad phase.** Before coal, bounding spheres (:mod:`ik_control.planning.broad_phase`)
+prove most pairs farther apart than the clearance; only the others go to coal's narrow
+phase, so a decision is the one coal alone would take (``broad_phase=False`` checks
+every pair with coal, as the tests compare). A segment's samples are screened in one
+compiled call.
 """
 
 import math
 
+from ik_control.kinematics import kernels
+from ik_control.planning import broad_phase
 from ik_control.planning.obstacles import Obstacle
 from ik_control.validation import InputError, ModelError
 import numpy as np
@@ -61,9 +69,10 @@ class CollisionChecker:
     URDF; ``resolution`` [m] the largest travel of any robot point between two checked
     samples of a segment (module docstring); ``obstacles`` :class:`Obstacle` objects in
     the base frame. ``checks`` counts configuration checks (the planners' statistic).
+    ``broad_phase``: prove pairs apart with bounding spheres before coal (module docstring).
     """
 
-    def __init__(self, model, obstacles=(), resolution=DEFAULT_RESOLUTION):
+    def __init__(self, model, obstacles=(), resolution=DEFAULT_RESOLUTION, broad_phase=True):
         if not np.isfinite(resolution) or resolution <= 0.0:
             raise InputError(f'collision resolution must be > 0 m, got {resolution}')
         xml = getattr(model, 'urdf_xml', None)
@@ -79,6 +88,11 @@ class CollisionChecker:
         self._robot_geoms = robot
         self._moving = self._moved_joints(model)
         self.radii = self._travel_radii(model, robot)
+        self.broad_phase = bool(broad_phase)
+        self._F, self._I = model.packed_f, model.packed_i
+        self._W = np.zeros(kernels.work_size(self._I))
+        self._q_tree = kernels.work_views(self._I, self._W)[0]
+        self._local, self._joint, self._start = self._robot_spheres(model, robot)
         self.checks = 0
         self.obstacles = ()
         self.set_obstacles(obstacles)
@@ -118,6 +132,22 @@ class CollisionChecker:
                 r = reach[j] if model.kind[j - 1] == 0 else 1.0
                 radii[k] += abs(model.multiplier[j - 1]) * r
         return radii
+
+    @staticmethod
+    def _robot_spheres(model, robot):
+        """Covering spheres of the robot shapes on their tree joints (broad_phase)."""
+        local, joint, start = [], [], [0]
+        for g in robot.geometryObjects:
+            spheres = broad_phase.shape_spheres(g.geometry, _bounding_radius(g.geometry))
+            T = g.placement.homogeneous
+            if g.parentJoint == 0:
+                T = model.base_inv @ T
+            local.append(np.column_stack([spheres[:, :3] @ T[:3, :3].T + T[:3, 3],
+                                          spheres[:, 3]]))
+            joint.extend([g.parentJoint - 1] * len(spheres))
+            start.append(start[-1] + len(spheres))
+        return (np.ascontiguousarray(np.vstack(local)), np.array(joint, dtype=np.int64),
+                np.array(start, dtype=np.int64))
 
     def set_obstacles(self, obstacles):
         """Replace the obstacles; raises :class:`InputError` if one overlaps a fixed shape."""
@@ -165,14 +195,71 @@ class CollisionChecker:
         self.geometry_model, self.geometry_data = gm, data
         self.obstacles = obstacles
         self.pair_count = len(pairs)
+        self._screen = self._screen_tables(gm, n_robot, pairs, obstacles)
+
+    def _screen_tables(self, gm, n_robot, pairs, obstacles):
+        """Arguments of the broad phase: pairs, obstacle shapes (module broad_phase)."""
+        inv, code, size = [], [], []
+        for o in obstacles:
+            inv.append(np.linalg.inv(o.pose))
+            code.append(broad_phase.OBSTACLE_CODES[o.shape])
+            half = {'box': (0.5, 0.5, 0.5), 'sphere': (1.0,), 'cylinder': (1.0, 0.5)}[o.shape]
+            size.append(np.pad(np.multiply(o.size, half), (0, 3 - len(o.size))))
+        fixed = {}      # robot shapes on the universe that are primitives: exact distances
+        for g, obj in enumerate(gm.geometryObjects[:n_robot]):
+            kind = type(obj.geometry).__name__
+            if obj.parentJoint != 0 or kind not in ('Box', 'Sphere', 'Cylinder'):
+                continue
+            fixed[g] = len(code)
+            inv.append(np.linalg.inv(self.model.base_inv @ obj.placement.homogeneous))
+            G = obj.geometry
+            code.append({'Box': 0, 'Sphere': 1, 'Cylinder': 2}[kind])
+            size.append({'Box': lambda: G.halfSide, 'Sphere': lambda: (G.radius, 0.0, 0.0),
+                         'Cylinder': lambda: (G.radius, G.halfLength, 0.0)}[kind]())
+        rows = []
+        for k, (a, b) in enumerate(pairs):
+            if b >= n_robot:
+                rows.append((a, b - n_robot, 1, k))
+            elif b in fixed:
+                rows.append((a, fixed[b], 1, k))
+            elif a in fixed:
+                rows.append((b, fixed[a], 1, k))
+            else:
+                rows.append((a, b, 0, k))
+        CF, CI = broad_phase.pack(self.clearance + broad_phase.MARGIN, self.resolution,
+                                  self.radii, self._local, self._joint, self._start,
+                                  np.array(rows, dtype=np.int64).reshape(-1, 4),
+                                  np.array(inv, dtype=float).reshape(-1, 4, 4),
+                                  np.array(code, dtype=np.int64),
+                                  np.array(size, dtype=float).reshape(-1, 3))
+        return (CF, CI) + broad_phase.work_buffers(CI)
 
     # ------------------------------------------------------------------ checks
     def config_free(self, q):
         """Return True when configuration ``q`` [rad] has every pair apart by the clearance."""
         self.checks += 1
-        return not pin.computeCollisions(self.model.pin_model, self.model.pin_data,
-                                         self.geometry_model, self.geometry_data,
-                                         self.model.tree_configuration(q), True)
+        return self._free(np.ascontiguousarray(q, dtype=float))
+
+    def _free(self, q):
+        """:meth:`config_free` without the count (``q`` a contiguous float array)."""
+        if not self.broad_phase:
+            return not pin.computeCollisions(self.model.pin_model, self.model.pin_data,
+                                             self.geometry_model, self.geometry_data,
+                                             self.model.tree_configuration(q), True)
+        CF, CI, SW, out = self._screen
+        n = broad_phase.uncertain_pairs(self._F, self._I, self._W, CF, CI, SW, q, out)
+        return n == 0 or self._coal_free(n)
+
+    def _coal_free(self, n):
+        """Coal on the first ``n`` candidate pairs, at the tree configuration in the buffer."""
+        pm, pd, gm, gd = (self.model.pin_model, self.model.pin_data, self.geometry_model,
+                          self.geometry_data)
+        pin.updateGeometryPlacements(pm, pd, gm, gd, self._q_tree)
+        candidates = self._screen[-1]
+        for k in range(n):
+            if pin.computeCollision(gm, gd, int(candidates[k])):
+                return False
+        return True
 
     def colliding_pair(self, q):
         """Names of the first pair in collision at ``q`` (or None): for diagnostics."""
@@ -198,18 +285,33 @@ class CollisionChecker:
         ``check_start``), with ``n`` from :meth:`segment_steps`; the end first, then the
         samples in between from the start on.
         """
-        q0 = np.asarray(q0, dtype=float)
-        q1 = np.asarray(q1, dtype=float)
-        if check_start and not self.config_free(q0):
-            return False
-        if not self.config_free(q1):
-            return False
-        n = self.segment_steps(q0, q1)
-        dq = (q1 - q0) / n
-        for k in range(1, n):
-            if not self.config_free(q0 + k * dq):
+        q0 = np.ascontiguousarray(q0, dtype=float)
+        q1 = np.ascontiguousarray(q1, dtype=float)
+        if not self.broad_phase:
+            if check_start and not self.config_free(q0):
                 return False
-        return True
+            if not self.config_free(q1):
+                return False
+            n = self.segment_steps(q0, q1)
+            dq = (q1 - q0) / n
+            for k in range(1, n):
+                if not self.config_free(q0 + k * dq):
+                    return False
+            return True
+        # the order of the checks above: start (if asked), end, then 1..n-1, each counted
+        # as it comes, so that the statistic does not change
+        CF, CI, SW, out = self._screen
+        place = 0
+        while True:
+            places, place, m = broad_phase.scan(self._F, self._I, self._W, CF, CI, SW, q0, q1,
+                                                check_start, place, out)
+            if place < 0:
+                self.checks += places
+                return True
+            if not self._coal_free(m):
+                self.checks += place + 1
+                return False
+            place += 1
 
     def path_free(self, path):
         """Return True when every configuration and segment of ``path`` (m x nq) is free."""

@@ -1,11 +1,13 @@
 """
 ``jt_rrt_planner`` node: plans a collision-free joint trajectory to a workspace goal.
 
-* subscribes ``joint_states`` (the start: the latest state of every planned joint),
-  ``~/goal`` (geometry_msgs/PoseStamped: position and orientation within
-  ``goal.rotation_threshold``) and ``~/goal_position`` (geometry_msgs/PointStamped:
-  position only), in ``base_frame`` or any frame of the robot model (placed by forward
-  kinematics at the current state);
+* subscribes ``joint_states`` (the start: the latest state of every planned joint) and
+  the goal, in ``base_frame`` or any frame of the robot model (placed by forward
+  kinematics at the current state): ``~/goal`` (geometry_msgs/PoseStamped: position and
+  orientation within ``goal.rotation_threshold``) or ``~/goal_point``
+  (geometry_msgs/PointStamped: position only; ``~/goal_position`` is the same input under
+  its earlier name). A ROS topic has one message type, so the two goal types have a topic
+  each rather than sharing ``~/goal``;
 * obstacles: parameter ``obstacles`` (a YAML list in the form of
   ``config/jtrrt_scenarios.yaml``, base frame) plus ``~/obstacles``
   (visualization_msgs/MarkerArray: CUBE -> box of the marker's scale, SPHERE -> sphere of
@@ -94,7 +96,8 @@ class JtRrtPlannerNode(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_state, 10)
         self.create_subscription(PoseStamped, '~/goal', self._on_pose, 10)
-        self.create_subscription(PointStamped, '~/goal_position', self._on_point, 10)
+        for topic in ('~/goal_point', '~/goal_position'):
+            self.create_subscription(PointStamped, topic, self._on_point, 10)
         self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
 
     # ------------------------------------------------------------------ inputs
