@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 from ik_control import robots
 from ik_control.style.adapter import ball_crossing, plan_swing, StyleAdapter
 from ik_control.style.exemplar import load_motion
-from ik_control.style.modulation import modulate, modulation_scalar, scale_velocities
+from ik_control.style.modulation import (modulate, modulation_scalar, scale_velocities,
+                                         time_scale)
 from ik_control.style.smoothness import smoothness
 from ik_control.style.tsfks import eq1_samples, Tsfks
 from ik_control.validation import InputError
@@ -116,6 +117,59 @@ def test_tsfks_meets_reachable_points_within_the_fine_resolution():
         coarse.append(result.coarse_error)
     assert np.median(errors) < 0.005 < np.median(coarse)
     assert np.percentile(errors, 90) < 0.02
+
+
+def test_grid_region_is_the_range_the_two_steps_sample():
+    """
+    Eq. 1 samples a window's interior: no answer puts a joint in the box's outer band.
+
+    With the adapter's increments (coarse 20 %, fine 3 % of the search range) the band is
+    0.1 + 0.2 / 7 = 12.86 % of the range at each end; a target far out of reach drives
+    the answer to that edge, not to the box's.
+    """
+    search = Tsfks(SIMON, 'right_hand', ARM, fine_fraction=0.03)
+    k = search.search_index
+    span = search.box_upper[k] - search.box_lower[k]
+    np.testing.assert_allclose((search.grid_lower - search.box_lower[k]) / span, 0.1 + 0.2 / 7)
+    np.testing.assert_allclose((search.box_upper[k] - search.grid_upper) / span, 0.1 + 0.2 / 7)
+    sampled_lo, sampled_hi = [], []
+    for lo, hi, c, f in zip(search.box_lower[k], search.box_upper[k], search.coarse_increment,
+                            search.fine_increment):
+        fine = np.concatenate([eq1_samples(max(a - c / 2, lo), min(a + c / 2, hi), f)
+                               for a in eq1_samples(lo, hi, c)])
+        sampled_lo.append(fine.min())
+        sampled_hi.append(fine.max())
+    np.testing.assert_allclose(search.grid_lower, sampled_lo, atol=1e-12)
+    np.testing.assert_allclose(search.grid_upper, sampled_hi, atol=1e-12)
+    for target in ([3.0, -3.0, 3.0], [-3.0, 3.0, -3.0], [0.0, -3.0, 0.5]):
+        q = search.search(target).q[k]
+        assert np.all(q >= search.grid_lower - 1e-12) and np.all(q <= search.grid_upper + 1e-12)
+        assert np.any(np.isclose(q, search.grid_lower) | np.isclose(q, search.grid_upper))
+
+
+def test_style_bench_constraints_are_reachable_by_the_search():
+    """
+    The bench's 83 points lie where eq. 1's grids reach, and each is met within the bound.
+
+    The grid point (0.39, 0.10, 0.94) m is reached in the buffered box only with joints in
+    its outer band (the search missed it by 75 mm against a 50 mm bound): not used, reported.
+    """
+    from ik_control.bench import style
+
+    adapter = StyleAdapter('pick_and_place')
+    q0 = adapter.pose_at('pick')
+    points, grid = style.constraint_grid(adapter, q0, count=83)
+    assert points.shape == (83, 3) and len(np.unique(points, axis=0)) == 83
+    assert grid['kept'] + len(grid['outer_band']) + len(grid['out_of_box']) == grid['points']
+    miss = np.array([0.39, 0.10, 0.9375])
+    assert np.min(np.linalg.norm(grid['outer_band'] - miss, axis=1)) < 1e-9
+    assert np.min(np.linalg.norm(points - miss, axis=1)) > 0.05
+    names = adapter.exemplar.joint_names
+    for p in points:
+        motion = adapter.adapt(p, names, q0, start='pick')
+        assert motion.search_error <= motion.resolution
+    outer = [adapter.adapt(p, names, q0, start='pick') for p in grid['outer_band']]
+    assert sum(m.search_error > m.resolution for m in outer) >= 1
 
 
 def test_refinement_takes_the_grid_answer_onto_the_constraint():
@@ -245,6 +299,93 @@ def test_unmodulated_joints_keep_the_exemplar_velocity():
     np.testing.assert_allclose(psi[:, 1], theta[:, 1] - theta[0, 1], atol=1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.05, 20.0))
+def test_time_scale_is_the_least_slow_down_within_the_limits(seed, gain):
+    """Played s times slower (v / s, a / s^2) the motion is within both limits, one met."""
+    rng = np.random.default_rng(seed)
+    dt = 1e-3
+    v = gain * np.cumsum(rng.normal(size=(400, 3)), axis=0) * dt * 20.0
+    v_max, a_max = np.array([2.0, 2.5, 3.0]), 5.0
+    s = time_scale(v, dt, v_max, a_max)
+    speed = np.max(np.abs(v) / s / v_max)
+    accel = np.max(np.abs(np.diff(v, axis=0))) / (s * s * dt) / a_max
+    assert s >= 1.0
+    assert speed <= 1.0 + 1e-12 and accel <= 1.0 + 1e-12
+    if s > 1.0:     # the least: a slower one would leave both limits slack
+        assert max(speed, accel) == pytest.approx(1.0, rel=1e-9)
+    with pytest.raises(InputError):
+        time_scale(v[:1], dt, v_max, a_max)
+
+
+def test_bench_follow_keeps_the_controller_limits_and_ends_on_the_plan():
+    """The controller's joint-trajectory law: a velocity step becomes a ramp within limits."""
+    from ik_control.bench import style
+
+    limits = style.simon_limits(SIMON)
+    assert limits.a_max.max() <= 5.0 and np.all(limits.v_max <= SIMON.velocity_limit)
+    q0 = SIMON.center.copy()
+    # CCD-like: from rest at once to 0.3 rad/s on three joints for 1 s (points only)
+    times = np.arange(1001) * 1e-3
+    plan = np.tile(q0, (times.size, 1))
+    plan[:, [2, 5, 8]] += 0.3 * times[:, None]
+    q, v, limited = style.follow(SIMON, limits, times, plan)
+    dt = style.DT
+    assert np.all(np.abs(v) <= limits.v_max + 1e-9)
+    assert np.max(np.abs(np.diff(v, axis=0)) / dt - limits.a_max) <= 1e-6
+    np.testing.assert_allclose(q[1:], q[:-1] + 0.5 * (v[1:] + v[:-1]) * dt, atol=1e-12)
+    assert limited > 0                      # the step was more than 5 rad/s^2
+    assert np.max(np.abs(q[-1] - plan[-1])) < 1e-3 and np.max(np.abs(v[-1])) < 1e-2
+    assert q.shape[0] - 1 > times.size - 1  # it lags, then catches up
+    # a plan within the limits is followed closely
+    slow = np.tile(q0, (times.size, 1))
+    slow[:, 5] += 0.2 * (1.0 - np.cos(np.pi * times))  # 0.2 pi rad/s, 2 rad/s^2 peak
+    q, v, _ = style.follow(SIMON, limits, times, slow,
+                           np.gradient(slow, dt, axis=0))
+    assert np.max(np.abs(q[:times.size, 5] - slow[:, 5])) < 2e-3
+
+
+def test_style_bench_runs_both_methods_within_the_robot_limits():
+    """
+    Both segments reach the MuJoCo SIMON without a clamp of its saturation, slowed alike.
+
+    Sent as the earlier bench sent them (each at its own speed, no controller), the robot
+    that enforces its limits clamps both: that is what the bench no longer measures.
+    """
+    from ik_control.bench import style
+    from ik_control.ik.ccd import CcdMotion
+
+    adapter = StyleAdapter('pick_and_place')
+    model = adapter.model
+    limits = style.simon_limits(model)
+    urdf = robots.urdf_path('simon')
+    q0 = adapter.pose_at('pick')
+    point = np.array([0.42, -0.45, 1.05])
+    motion, pos, vel, _, _ = style.stylized_segment(adapter, point, q0)
+    ccd = CcdMotion(model, max_joint_step=0.15 * model.velocity_limit * style.DT,
+                    end_effector=adapter.exemplar.end_effector, tolerance=0.002)
+    ccd_pos = style.ccd_segment(ccd, point, q0, 3000)
+    s = time_scale(motion.velocities, style.DT, limits.v_max, limits.a_max)
+    assert s > 1.0                          # the exemplar asks more than 5 rad/s^2
+    sty, sty_clamps, _ = style.execute_plan(model, limits, urdf,
+                                            np.arange(len(pos)) * style.DT * s, pos, vel / s)
+    cc, ccd_clamps, ccd_limited = style.execute_plan(model, limits, urdf,
+                                                     np.arange(len(ccd_pos)) * style.DT * s,
+                                                     ccd_pos)
+    assert sty_clamps == 0 and ccd_clamps == 0
+    assert ccd_limited > 0                  # CCD's per-tick velocity steps were ramped
+    assert len(sty) - 1 >= (len(pos) - 1) * s and len(cc) - 1 >= (len(ccd_pos) - 1) * s
+    i = int(round((len(pos) - 1) * s))
+    assert np.linalg.norm(style._hand(adapter, sty[i]) - point) < 0.05
+    assert np.linalg.norm(style._hand(adapter, cc[-1]) - point) < 0.02
+    # the earlier bench's streams, on a robot that enforces the limits
+    _, raw_sty = style.execute(urdf, model.joint_names, pos, vel, v_max=limits.robot_v_max,
+                               a_max=limits.robot_a_max)
+    _, raw_ccd = style.execute(urdf, model.joint_names, ccd_pos, v_max=limits.robot_v_max,
+                               a_max=limits.robot_a_max)
+    assert raw_sty > 0 and raw_ccd > 0
+
+
 # ----------------------------------------------------------------------------- adapter
 def test_pick_and_place_adapted_from_the_actual_state_meets_the_bin():
     adapter = StyleAdapter('pick_and_place')
@@ -297,10 +438,14 @@ def test_style_bench_reports_table_one_for_every_joint():
 
     results = style.run(count=2, executor='kinematic', pitches=1)
     assert [row['joint'] for row in results['table']] == [j for _, j, _, _ in style.TABLE]
+    assert results['limits']['enforced'] and results['time_scale']['min'] >= 1.0
+    assert results['clamps']['stylized']['total'] == results['clamps']['ccd']['total'] == 0
     for row in results['table']:
         assert np.isfinite(row['ccd']) and np.isfinite(row['stylized'])
         assert row['ccd'] >= 0.0 and row['stylized'] >= 0.0
     assert results['search_error_mm']['max'] < 20.0
+    assert results['within_resolution'] == 2
+    assert results['grid']['kept'] >= 83
     assert results['ccd_error_mm']['max'] <= 2.0 + 1e-6
     assert results['baseball']['bat_error_mm']['max'] < 10.0
     assert 'DOF' in style.table(results)

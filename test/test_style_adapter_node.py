@@ -5,7 +5,8 @@ sim_robot + ik_controller (SIMON at 1 kHz) + style_adapter in one namespace; a p
 on ``~/goal`` is adapted from the pick-and-place exemplar and run through the
 controller's joint-trajectory input. The right hand is computed from the robot's own
 joint_states by pinocchio on the URDF (not the project's RobotModel): it meets the goal
-at the exemplar's constraint instant.
+at the exemplar's constraint instant (later, never early, when a starved control loop
+made the plan wait).
 """
 
 from xml.etree import ElementTree
@@ -73,10 +74,10 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     hand, base = model.getFrameId('right_hand'), model.getFrameId(simon.model.base_frame)
     mimics = _mimics(robots.urdf_path('simon'))  # torso_y_slave follows torso_y
 
-    def hand_at(msg):
+    def hand_at(names, positions):
         """Return the right hand's position in the base frame (goals are given in it)."""
         q = pin.neutral(model)
-        values = dict(zip(msg.name, msg.position))
+        values = dict(zip(names, positions))
         for name, (master, multiplier, offset) in mimics.items():
             values.setdefault(name, multiplier * values[master] + offset)
         for name, value in values.items():
@@ -84,6 +85,13 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
                 q[model.joints[model.getJointId(name)].idx_q] = value
         pin.framesForwardKinematics(model, data, q)
         return data.oMf[base].actInv(data.oMf[hand]).translation.copy()
+
+    def closest(msgs, stamp, joints):
+        """Return the distance of the hand to the goal over ``msgs``, and when closest [s]."""
+        stamps = np.array([stamp(m).sec + 1e-9 * stamp(m).nanosec for m in msgs])
+        distance = np.linalg.norm([hand_at(*joints(m)) - goal for m in msgs], axis=1)
+        k = int(np.argmin(distance))
+        return distance, stamps[k] - sent
 
     # a goal 5 cm beside where the exemplar itself picks
     exemplar = StyleAdapter('pick_and_place')
@@ -95,7 +103,8 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     msg = PointStamped()
     msg.header.frame_id = simon.model.base_frame
     msg.point.x, msg.point.y, msg.point.z = map(float, goal)
-    n = len(simon.states.messages)
+    n, c0 = len(simon.states.messages), len(simon.commands.messages)
+    late0 = float(simon.latest_diagnostic('late_seconds'))
     simon.goal_pub.publish(msg)
     status, _ = _style_status(simon, lambda s: _value(s, 'adaptations') == '1')
     assert simon.ctx.spin_until(lambda: simon.plans, 5.0)
@@ -106,21 +115,34 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     # the pick-and-place asks up to 15 rad/s^2: slowed down to max_acceleration (5 rad/s^2)
     scale = float(_value(status, 'time_scale'))
     assert 1.5 < scale < 2.0 and t_pc == pytest.approx(1.5 * scale, abs=1e-3)
-    simon.ctx.spin_for(t_pc + 1.0)
-    states = simon.states.messages[n:]
-    stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in states])
-    hands = np.array([hand_at(m) for m in states])
-    distance = np.linalg.norm(hands - goal, axis=1)
-    closest = int(np.argmin(distance))
-    print(f'closest {distance[closest] * 1e3:.1f} mm at {stamps[closest] - sent:.3f} s '
-          f'(constraint instant {t_pc} s, search error {search_error * 1e3:.1f} mm)')
-    # met where the search put it, when the exemplar says. The bound adds the controller's
-    # tracking of the plan to the search's error: 3.1 mm in all on an otherwise idle
-    # machine, 15.3 mm in one full-suite run on this 2-core machine (late ticks)
-    assert distance[closest] < search_error + 0.02, simon.ctl.stderr[-3000:]
-    # when: 3 ms after the constraint instant on an otherwise idle machine; in full-suite
-    # runs on this 2-core machine the loaded 1 kHz pair ran the plan up to 0.38 s late
-    assert t_pc - 0.15 < stamps[closest] - sent < t_pc + 0.5
+    # the whole plan, and every message of it this process has yet to take in (it runs
+    # late on a loaded machine, and so may this process's 2 kHz of subscriptions)
+    # (a starved loop makes the plan wait for the command: it may end late)
+    assert simon.ctx.spin_until(lambda: 'joint trajectory done' in simon.ctl.stderr, 60.0)
+    simon.ctx.spin_for(0.6)  # and the controller's /diagnostics (2 Hz) after it
+    end = simon.commands.messages[-1].header.stamp
+    lost = float(simon.latest_diagnostic('late_seconds')) - late0  # on braking tails [s]
+    late = lost / (end.sec + 1e-9 * end.nanosec - sent)
+    distance, t_robot = closest(simon.states.messages[n:], lambda m: m.header.stamp,
+                                lambda m: (m.name, m.position))
+    commanded, t_command = closest(simon.commands.messages[c0:], lambda m: m.header.stamp,
+                                   lambda m: (m.joint_names, m.points[0].positions))
+    print(f'closest {distance.min() * 1e3:.1f} mm at {t_robot:.3f} s, commanded '
+          f'{commanded.min() * 1e3:.1f} mm at {t_command:.3f} s (constraint instant {t_pc} s, '
+          'search error '
+          f'{search_error * 1e3:.1f} mm); late ticks lost {late:.1%} of the time')
+    # the robot is where it is commanded, when (0.4 ms on an idle machine)
+    assert abs(t_robot - t_command) < 0.05
+    # met where the search put it, whatever the load: a tick later than the committed
+    # knots makes the command brake on its tail, and the plan then waits for it instead
+    # of being caught up joint by joint, which distorted it (docs/command_stream.md, "Late
+    # ticks": before, 75 mm and 40 mm misses in CI runs). The bound adds the controller's
+    # tracking of the plan to the search's error: 3.1 mm on an otherwise idle machine
+    assert distance.min() < search_error + 0.02, (simon.ctl.stderr[-3000:]
+                                                  + simon.adapter.stderr[-2000:])
+    # when the exemplar says, or later by what the plan waited for a starved loop (bounded
+    # here by twice the time lost on tails over the whole plan); never early
+    assert t_pc - 0.05 < t_command < t_pc + 0.5 + 2.0 * lost
     assert distance[0] > 0.1  # it did move to get there
 
 

@@ -5,8 +5,14 @@ The experiment of sec. V-C on the simulated SIMON:
 
 * **Constraints.** A grid in front of SIMON's right side (x 0.25-0.60 m, y -0.60-0.10 m,
   z 0.80-1.35 m in ``simon_base``, 6 x 7 x 5 points), kept where the right hand reaches
-  (within 2 cm of the hand positions of 40 000 random configurations inside the search box
-  of TSFKS); ``count`` (83, as in the paper) of them, evenly spread through the list.
+  (within 1 mm, found by bounded least squares) with the searched joints inside the region
+  eq. 1's grids sample and the other joints where the adapter holds them
+  (:func:`constraint_grid`); ``count`` (83, as in the paper) of them, evenly spread through
+  the list. Eq. 1 samples a window's interior only, so the two steps never put a joint in
+  the outer 12.9 % of its search box (the limits less the buffer); a point reached only
+  with a joint there is out of the search's reach (the grid point (0.39, 0.10, 0.94) m:
+  75 mm off, the search's best there 43.5 mm). Those points are not used but reported,
+  with the search's error on them.
 * **Start.** Both methods start from the same configuration: the exemplar's pose at the
   ``pick`` instant (the robot holds the box); the constraint is the bin. Only this shared
   segment is compared (the paper compares box to bin only).
@@ -16,12 +22,36 @@ The experiment of sec. V-C on the simulated SIMON:
 * **CCD.** :class:`~ik_control.ik.ccd.CcdMotion` from the same start, one bounded sweep per
   1 ms tick (each joint at most ``ccd_speed`` of its velocity limit), position goal,
   until the hand is within ``ccd_tolerance``; the segment is start to arrival. sn grows
-  with speed (it is the mean absolute second difference per ``dt``): the default 0.15
-  makes CCD's median segment about as long as the stylized one (1.6 s).
-* **Execution.** Each segment's 1 kHz joint trajectory is executed on the MuJoCo SIMON
-  (:class:`~ik_control.sim.mujoco_sim.MujocoSim`, critically damped position servos of
-  stiffness ``kp``, default 2000 N m/rad as the simulator's, 1 ms physics step) and
-  the measured joint positions, sampled every 1 ms, give sn (eq. 3) per joint.
+  with speed (it is the mean absolute second difference per ``dt``, about the square of
+  the speed for the same path): with the default 0.15 CCD's median segment is 1.03 s
+  against the stylized 1.60 s, so CCD moves faster; at 0.10 (2.98 s against 3.27 s as
+  executed) CCD's sn is below the stylized one on Shoulder X and Elbow X.
+* **Execution, within SIMON's limits.** Both segments are run as a user runs a joint
+  trajectory on this robot, with the same time scaling for both (:func:`execute_plan`):
+
+  1. played ``s`` times slower, ``s`` the ``style_adapter`` node's uniform slow-down of
+     the stylized motion to the joints' velocity limits and ``max_acceleration``
+     (:func:`~ik_control.style.modulation.time_scale`, on the whole adapted motion; 1.0 to
+     2.6 over the 83); CCD's segment by the same ``s``, so the two keep the ratio of
+     durations that ``ccd_speed`` set (a slow-down to its own limits would make CCD 6 to
+     9.5 times slower: a step to 0.15 of the velocity limit in one tick asks 450 rad/s^2);
+  2. followed by ``ik_controller``'s joint-trajectory law with SIMON's shipped limits
+     (``config/simon.yaml``: gain 10/s, URDF velocity limits, 5 rad/s^2, 0.02 rad margin;
+     :func:`follow`), the node that commands the robot, which turns CCD's velocity steps
+     into ramps within the limits;
+  3. executed on the MuJoCo SIMON (:class:`~ik_control.sim.mujoco_sim.MujocoSim`,
+     critically damped position servos of stiffness ``kp``, default 2000 N m/rad as the
+     simulator's, 1 ms physics step) with the robot-side setpoint saturation that
+     ``sim_robot`` enforces (URDF velocity limits, its ``max_acceleration``); its clamps are
+     counted (an unsafe command stream) and reported per method;
+
+  and the measured joint positions, sampled every 1 ms from the start until the
+  controller is done (at rest on the segment's last point: :func:`follow`), give sn
+  (eq. 3) per joint.
+  ``limits=False`` (``--no-limits``) is the earlier measurement: each segment at its own
+  speed (the exemplar's, CCD's per-tick steps) sent straight to the simulator with the
+  saturation off; it asks up to 33 rad/s^2 (stylized) and 450 rad/s^2 (CCD), which the
+  robot clamps (on 91 % and 99.9 % of the ticks, where sn grows up to 2.2 and 3.7 times).
 
 Joint names: the paper's DOF labels are SIMON's URDF joint names (the URDF was written
 after them): Torso Y = ``torso_y`` (fore/aft), Torso X = ``torso_x`` (side), Shoulder X/Z/Y
@@ -36,10 +66,14 @@ joint difference [rad] between the trajectories for ``c`` and ``c + 1 cm``.
 """
 
 import time
+from typing import NamedTuple
 
 from ik_control import robots
+from ik_control.control import limits as limits_mod
+from ik_control.control.joint_goal import JointGoal
 from ik_control.ik.ccd import CcdMotion
 from ik_control.style.adapter import StyleAdapter
+from ik_control.style.modulation import time_scale
 from ik_control.style.smoothness import smoothness
 import numpy as np
 
@@ -55,25 +89,62 @@ GRID = ((0.25, 0.60, 6), (-0.60, 0.10, 7), (0.80, 1.35, 5))
 NEARBY_STEP = np.array([0.0, 0.01, 0.0])        # 1 cm sideways
 
 
-def constraint_grid(adapter, count=83, samples=40000, reach=0.02, seed=0):
-    """Return ``count`` grid points [m] the right hand reaches (module docstring)."""
+def constraint_grid(adapter, q_start, count=83, reach=1e-3, starts=4, seed=0):
+    """
+    Return ``count`` grid points [m] the search can reach, and how the grid was sorted.
+
+    A point of :data:`GRID` is kept when the right hand comes within ``reach`` of it with
+    the searched joints inside the region eq. 1's two grids sample (``Tsfks.grid_lower`` to
+    ``grid_upper``: each joint's buffered box less its outer 12.9 %) and the other joints
+    where :meth:`StyleAdapter.adapt` holds them from ``q_start``: bounded least squares on
+    the hand position (``scipy.optimize.least_squares``, dogbox, bounds the region) from the
+    search's own answer and from ``starts`` random configurations of the region. A kept
+    point has such a configuration (found); a rejected one may be reachable there all the
+    same (none found). Rejected points are checked the same way against the whole buffered
+    box (``outer_band``: reached only with a joint in its outer band; the rest
+    ``out_of_box``). ``count`` of the kept points are taken, evenly spread through the list.
+    """
+    from scipy.optimize import least_squares
+
     axes = [np.linspace(lo, hi, n) for lo, hi, n in GRID]
     grid = np.array(np.meshgrid(*axes, indexing='ij')).reshape(3, -1).T
     search = adapter.search
-    rng = np.random.default_rng(seed)
+    model = adapter.model
     k = search.search_index
-    q = np.repeat(search.q_rest[None], samples, axis=0)
-    q[:, k] = rng.uniform(search.box_lower[k], search.box_upper[k], (samples, len(k)))
-    ws = adapter.model.workspace()
-    hands = np.empty((samples, 3))
-    for i in range(samples):
-        ws.update(q[i], jacobian=False)
-        hands[i] = ws.frame_T[search.frame, :3, 3]
-    near = np.array([np.min(np.linalg.norm(hands - p, axis=1)) <= reach for p in grid])
-    reachable = grid[near]
+    held = adapter.held_joints(adapter.exemplar.joint_names, q_start, start='pick',
+                               instant='place')
+    q = np.array([held[n] for n in model.joint_names])
+    rows = model.task_offsets[search.frame] + np.arange(3)
+    rng = np.random.default_rng(seed)
+
+    def hand(x, point):
+        q[k] = x
+        return search.constrained_point(q, point) - point
+
+    def jac(x, point):
+        q[k] = x
+        return model.jacobian(q)[np.ix_(rows, k)]
+
+    def best(lower, upper, point):
+        first = np.clip(search.search(point, fixed=held).q[k], lower, upper)
+        error = np.inf
+        for x0 in [first] + [rng.uniform(lower, upper) for _ in range(starts)]:
+            fit = least_squares(hand, x0, jac=jac, bounds=(lower, upper), args=(point,),
+                                method='dogbox', xtol=1e-8, ftol=1e-10, gtol=1e-10)
+            error = min(error, float(np.linalg.norm(fit.fun)))
+            if error <= reach:
+                break
+        return error
+
+    kept = np.array([best(search.grid_lower, search.grid_upper, p) <= reach for p in grid])
+    outer = np.array([not kept[i] and best(search.box_lower[k], search.box_upper[k], p) <= reach
+                      for i, p in enumerate(grid)])
+    reachable = grid[kept]
     if len(reachable) < count:
         raise ValueError(f'only {len(reachable)} reachable grid points for {count} constraints')
-    return reachable[np.round(np.linspace(0, len(reachable) - 1, count)).astype(int)]
+    chosen = reachable[np.round(np.linspace(0, len(reachable) - 1, count)).astype(int)]
+    return chosen, {'points': len(grid), 'kept': int(kept.sum()), 'reach_m': reach,
+                    'outer_band': grid[outer], 'out_of_box': grid[~kept & ~outer]}
 
 
 def stylized_segment(adapter, constraint, q_start):
@@ -100,13 +171,93 @@ def ccd_segment(ccd, constraint, q_start, max_ticks):
     return np.array(out)
 
 
-def execute(urdf, joint_names, positions, velocities=None, kp=2000.0):
-    """Run a 1 kHz trajectory on the MuJoCo SIMON (servo ``kp`` [N m/rad]); measure it."""
+class Limits(NamedTuple):
+    """SIMON's shipped limits: ik_controller's and the robot's (``config/simon.yaml``)."""
+
+    gain: float             # the controller's convergence rate K [1/s]
+    margin: float           # position_margin [rad]
+    v_max: np.ndarray       # the controller's velocity limits [rad/s]
+    a_max: np.ndarray       # the controller's acceleration limits [rad/s^2]
+    robot_v_max: np.ndarray  # sim_robot's saturation: URDF velocity limits [rad/s]
+    robot_a_max: np.ndarray  # sim_robot's saturation: its max_acceleration [rad/s^2]
+
+
+def simon_limits(model):
+    """Read :class:`Limits` from the shipped parameter file, as the nodes read it."""
+    import os
+
+    from ik_control.bench.reach import controller_config
+    from ik_control.launch_util import node_parameters
+
+    config = controller_config('simon')
+    v_max = (np.broadcast_to(np.array(config.max_velocity, dtype=float), (model.nq,)).copy()
+             if config.max_velocity else model.velocity_limit * config.velocity_scale)
+    a_max = np.broadcast_to(np.array(config.max_acceleration, dtype=float), (model.nq,))
+    robot = node_parameters(os.path.join(robots.share_directory(), 'config', 'simon.yaml'),
+                            'sim_robot')
+    robot_a = np.broadcast_to(np.array(robot['max_acceleration'], dtype=float), (model.nq,))
+    return Limits(config.gain, config.position_margin, v_max, a_max.copy(),
+                  model.velocity_limit.copy(), robot_a.copy())
+
+
+def follow(model, limits, times, positions, velocities=None, max_seconds=30.0):
+    """
+    Return the command stream ``ik_controller`` makes of a joint trajectory (Q, V, limited).
+
+    Its joint-trajectory law (:mod:`ik_control.control.joint_goal`, the functions the
+    controller calls): every ``DT``, ``v_des = v_ref(t) + K (q_ref(t) - q_c)`` (cubic
+    Hermite between points with velocities, linear between points without), limited by
+    :func:`~ik_control.control.limits.limit_velocity` (velocity, acceleration, the position
+    limits less the margin) and integrated by the trapezoidal rule, from the plan's first
+    point at rest until the plan is done (past its end, within 1 mm of its last point, at
+    rest), or past its end with every joint below 0.01 rad/s for 20 ms (K times the 1 mm:
+    a last point inside the margin band, where the limiter holds the joint off and lets it
+    creep toward the bound, is never within 1 mm). Open loop (the robot where commanded,
+    as ``bench reach`` runs the controller): the node commits the same knots ``lead``
+    ahead of its clock. ``Q``, ``V``: (k, n) [rad, rad/s] every ``DT`` from 0; ``limited``:
+    the ticks at which the limiter changed the desired velocity (a plan within the limits
+    has few: its start from rest).
+    """
+    goal = JointGoal(model, model.joint_names, times, positions, velocities, 0.0)
+    q = np.array(goal.positions[0], dtype=float)
+    v = np.zeros_like(q)
+    v_des, v_out, q_next = np.zeros_like(q), np.zeros_like(q), np.zeros_like(q)
+    rows_q, rows_v = [q.copy()], [v.copy()]
+    limited = still = 0
+    scaled = limits_mod.VELOCITY_SCALED | limits_mod.ACCELERATION_LIMITED
+    for k in range(1, int(round(max_seconds / DT)) + 1):
+        t = k * DT
+        goal.desired_velocity(t, q, limits.gain, v_des)
+        flags = limits_mod.limit_velocity(q, v, v_des, model.lower, model.upper, limits.margin,
+                                          limits.v_max, limits.a_max, DT, v_out)
+        limited += bool(flags & scaled)
+        limits_mod.integrate(q, v, v_out, DT, q_next)
+        q[:] = q_next
+        v[:] = v_out
+        rows_q.append(q.copy())
+        rows_v.append(v.copy())
+        still = still + 1 if t >= goal.end_time and not np.any(np.abs(v) > 1e-2) else 0
+        if goal.done(t, q, v) or still >= 20:
+            break
+    return np.array(rows_q), np.array(rows_v), limited
+
+
+def execute(urdf, joint_names, positions, velocities=None, kp=2000.0, v_max=None,
+            a_max=None):
+    """
+    Run a 1 kHz trajectory on the MuJoCo SIMON (servo ``kp`` [N m/rad]); measure it.
+
+    ``v_max``, ``a_max`` [rad/s, rad/s^2]: the robot-side setpoint saturation
+    (:mod:`ik_control.sim.saturation`, as ``sim_robot`` enforces it); None: off (the
+    position limits only). Returns the measured positions, one row per trajectory sample,
+    and the saturation's clamps.
+    """
     from ik_control.sim.mujoco_sim import MujocoSim
 
     if velocities is None:
         velocities = np.gradient(positions, DT, axis=0)
-    sim = MujocoSim(urdf, joint_names=joint_names, initial_positions=positions[0], kp=kp)
+    sim = MujocoSim(urdf, joint_names=joint_names, initial_positions=positions[0], kp=kp,
+                    v_max=v_max, a_max=a_max)
     n = positions.shape[0]
     sim.set_trajectory(joint_names, np.arange(1, n) * DT, positions[1:], velocities[1:])
     measured = np.empty_like(positions)
@@ -114,7 +265,24 @@ def execute(urdf, joint_names, positions, velocities=None, kp=2000.0):
     for k in range(1, n):
         sim.step(k * DT)
         measured[k] = sim.position
-    return measured
+    return measured, sim.clamps
+
+
+def execute_plan(model, limits, urdf, times, positions, velocities=None, executor='mujoco',
+                 kp=2000.0):
+    """
+    Run a plan as a user runs it on SIMON: :func:`follow`, then the saturating :func:`execute`.
+
+    Returns ``(measured, clamps, limited)``: the measured positions every ``DT`` (the
+    controller's commands themselves for ``executor`` 'kinematic', with no clamps), the
+    robot's clamps and the controller's limited ticks.
+    """
+    q, v, limited = follow(model, limits, times, positions, velocities)
+    if executor != 'mujoco':
+        return q, 0, limited
+    measured, clamps = execute(urdf, model.joint_names, q, v, kp, limits.robot_v_max,
+                               limits.robot_a_max)
+    return measured, clamps, limited
 
 
 def _hand(adapter, q):
@@ -131,8 +299,14 @@ def _change_per_cm(a, b, step_m):
 
 
 def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitches=10,
-        kp=2000.0, progress=None):
-    """Run the experiment (module docstring) and :func:`baseball`; return the results."""
+        kp=2000.0, limits=True, progress=None):
+    """
+    Run the experiment (module docstring) and :func:`baseball`; return the results.
+
+    ``limits``: execute both segments within SIMON's limits, slowed down alike
+    (:func:`execute_plan`); False: the earlier measurement, each at its own speed straight
+    to the simulator with the saturation off.
+    """
     adapter = StyleAdapter(MOTION, dt=DT)
     model = adapter.model
     names = model.joint_names
@@ -142,17 +316,34 @@ def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitche
     q_start = adapter.pose_at('pick')
     ccd = CcdMotion(model, max_joint_step=ccd_speed * model.velocity_limit * DT,
                     end_effector=adapter.exemplar.end_effector, tolerance=ccd_tolerance)
+    setup = simon_limits(model)
     max_ticks = int(3.0 / DT)
     cols = [names.index(j) for _, j, _, _ in TABLE]
-    constraints = constraint_grid(adapter, count)
+    constraints, grid = constraint_grid(adapter, q_start, count)
     adapter.adapt(constraints[0], names, q_start, start='pick')     # compile / warm up
     rows = []
     for c, point in enumerate(constraints):
         motion, pos, vel, wall, cpu = stylized_segment(adapter, point, q_start)
         ccd_pos = ccd_segment(ccd, point, q_start, max_ticks)
-        if executor == 'mujoco':
-            sty_meas = execute(urdf, names, pos, vel, kp)
-            ccd_meas = execute(urdf, names, ccd_pos, kp=kp)
+        i_constraint = len(pos) - 1
+        extra = {'time_scale': 1.0, 'stylized_clamps': 0, 'ccd_clamps': 0,
+                 'stylized_limited': 0, 'ccd_limited': 0}
+        if limits:
+            # the node's slow-down of the whole adapted motion, the same for both segments
+            scale = time_scale(motion.velocities, DT, setup.v_max, setup.a_max)
+            sty_meas, sty_clamps, sty_limited = execute_plan(
+                model, setup, urdf, np.arange(len(pos)) * DT * scale,
+                np.clip(pos, model.lower, model.upper), vel / scale, executor, kp)
+            ccd_meas, ccd_clamps, ccd_limited = execute_plan(
+                model, setup, urdf, np.arange(len(ccd_pos)) * DT * scale, ccd_pos, None,
+                executor, kp)
+            i_constraint = int(round(i_constraint * scale))
+            extra = {'time_scale': scale, 'stylized_clamps': sty_clamps,
+                     'ccd_clamps': ccd_clamps, 'stylized_limited': sty_limited,
+                     'ccd_limited': ccd_limited}
+        elif executor == 'mujoco':
+            sty_meas, extra['stylized_clamps'] = execute(urdf, names, pos, vel, kp)
+            ccd_meas, extra['ccd_clamps'] = execute(urdf, names, ccd_pos, kp=kp)
         else:
             sty_meas, ccd_meas = pos, ccd_pos
         moved = point + NEARBY_STEP
@@ -164,16 +355,18 @@ def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitche
             'ccd_sn': smoothness(ccd_meas[:, cols], DT),
             'search_error': motion.search_error, 'resolution': motion.resolution,
             'stylized_error': float(np.linalg.norm(_hand(adapter, pos[-1]) - point)),
-            'stylized_executed_error': float(np.linalg.norm(_hand(adapter, sty_meas[-1])
-                                                            - point)),
+            'stylized_executed_error': float(np.linalg.norm(
+                _hand(adapter, sty_meas[min(i_constraint, len(sty_meas) - 1)]) - point)),
             'ccd_error': float(np.linalg.norm(_hand(adapter, ccd_pos[-1]) - point)),
             'ccd_executed_error': float(np.linalg.norm(_hand(adapter, ccd_meas[-1]) - point)),
             'ccd_converged': bool(ccd.reached(ccd_pos[-1], point)),
-            'stylized_seconds': (len(pos) - 1) * DT, 'ccd_seconds': (len(ccd_pos) - 1) * DT,
+            'stylized_seconds': (len(sty_meas) - 1) * DT,
+            'ccd_seconds': (len(ccd_meas) - 1) * DT,
             'adapt_wall_ms': wall * 1e3, 'adapt_cpu_ms': cpu * 1e3,
             'search_ms': motion.search_seconds * 1e3,
             'stylized_change_per_cm': _change_per_cm(pos, pos2, 0.01),
             'ccd_change_per_cm': _change_per_cm(ccd_pos, ccd_pos2, 0.01),
+            **extra,
         })
         if c == count // 2:
             nearby = {'constraints': [point, moved], 'stylized': [pos, pos2],
@@ -182,6 +375,18 @@ def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitche
             progress(f'{c + 1}/{count} constraints')
     results = summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor)
     results['kp'] = kp
+    results['limits'] = dict(setup._asdict(), enforced=bool(limits))
+    results['fine_increment_rad'] = adapter.search.fine_increment.tolist()
+    outer = [adapter.adapt(p, names, q_start, start='pick') for p in grid['outer_band']]
+    k = adapter.search.search_index
+    results['grid'] = {
+        'points': grid['points'], 'kept': grid['kept'], 'reach_m': grid['reach_m'],
+        'outer_band': grid['outer_band'], 'out_of_box': grid['out_of_box'],
+        'outer_band_search_error_mm': [m.search_error * 1e3 for m in outer],
+        'outer_band_within_resolution': int(sum(m.search_error <= m.resolution
+                                                for m in outer)),
+        'grid_margin': float(np.max((adapter.search.grid_lower - adapter.search.box_lower[k])
+                                    / (adapter.search.box_upper - adapter.search.box_lower)[k]))}
     refined = StyleAdapter(MOTION, dt=DT, refine_iterations=10)
     errors = [refined.adapt(p, names, q_start, start='pick').search_error for p in constraints]
     results['refined_search_error_mm'] = {'median': float(np.median(errors)) * 1e3,
@@ -229,7 +434,7 @@ def baseball(pitches=10, executor='mujoco', kp=2000.0, seed=0):
         wall = time.perf_counter() - wall
         i = int(round(motion.constraint_time / DT))
         measured = (execute(urdf, names, motion.positions[:i + 1], motion.velocities[:i + 1],
-                            kp) if executor == 'mujoco' else motion.positions[:i + 1])
+                            kp)[0] if executor == 'mujoco' else motion.positions[:i + 1])
         T = adapter.model.frame_placements(motion.positions[i])
         out.append({'contact_point': point, 'start_delay_s': delay,
                     'bat_error_mm': motion.search_error * 1e3,
@@ -249,7 +454,7 @@ def summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor):
     def stats(key, scale=1.0):
         v = np.array([r[key] for r in rows]) * scale
         return {'median': float(np.median(v)), 'p95': float(np.percentile(v, 95)),
-                'max': float(np.max(v)), 'mean': float(np.mean(v))}
+                'min': float(np.min(v)), 'max': float(np.max(v)), 'mean': float(np.mean(v))}
 
     table = [{'dof': label, 'joint': joint, 'paper_ccd': p_ccd, 'paper_stylized': p_sty,
               'ccd': float(ccd[:, i].mean()), 'stylized': float(sty[:, i].mean()),
@@ -270,6 +475,11 @@ def summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor):
         'adapt_cpu_ms': stats('adapt_cpu_ms'), 'adapt_wall_ms': stats('adapt_wall_ms'),
         'search_ms': stats('search_ms'),
         'segment_s': {'stylized': stats('stylized_seconds'), 'ccd': stats('ccd_seconds')},
+        'time_scale': stats('time_scale'),
+        'clamps': {m: {'total': int(sum(r[m + '_clamps'] for r in rows)),
+                       'max': int(max(r[m + '_clamps'] for r in rows))}
+                   for m in ('stylized', 'ccd')},
+        'limited_ticks': {'stylized': stats('stylized_limited'), 'ccd': stats('ccd_limited')},
         'change_per_cm_rad': {'stylized': stats('stylized_change_per_cm'),
                               'ccd': stats('ccd_change_per_cm')},
         'nearby': nearby,
@@ -283,17 +493,48 @@ def table(results):
     lines = [f"Table I on the simulated SIMON ({r['executor']}, kp {r['kp']:.0f} N m/rad, "
              f"{r['rate_hz']:.0f} Hz): "
              f"sn x 10000 averaged over {r['constraints']} constraints, {r['motion']} "
-             'from pick to place',
+             'from pick to place, '
+             + ("both within SIMON's limits (ik_controller's joint-trajectory law, the "
+                "robot's saturation on), played alike s times slower"
+                if r['limits']['enforced'] else
+                'each at its own speed, straight to the simulator with its limits off'),
              f"{'DOF':<11s} {'SIMON joint':<17s} {'paper CCD':>9s} {'paper sty':>9s} "
              f"{'CCD':>7s} {'stylized':>8s} {'sty<CCD':>8s}"]
     for row in r['table']:
         lines.append(f"{row['dof']:<11s} {row['joint']:<17s} {row['paper_ccd']:9.2f} "
                      f"{row['paper_stylized']:9.2f} {row['ccd']:7.2f} {row['stylized']:8.2f} "
                      f"{row['stylized_lower_in']:5d}/{r['constraints']}")
-    e, res = r['search_error_mm'], r['resolution_mm']
+    e, res, g = r['search_error_mm'], r['resolution_mm'], r['grid']
+    outer = np.asarray(g['outer_band_search_error_mm'])
+    outer_median, outer_max = (np.median(outer), np.max(outer)) if len(outer) else (0.0, 0.0)
+    ranges = ', '.join(f'{lo:.2f}-{hi:.2f}' for (lo, hi, _) in GRID)
+    ts, lim, cl = r['time_scale'], r['limits'], r['clamps']
+    if lim['enforced']:
+        lines.append(
+            "limits: s (the style adapter's slow-down of the stylized motion to "
+            f"{min(lim['v_max']):.1f}-{max(lim['v_max']):.1f} rad/s and "
+            f"{max(lim['a_max']):.1f} rad/s^2, applied to both) median {ts['median']:.2f}, "
+            f"min {ts['min']:.2f}, max {ts['max']:.2f}; the controller's limiter acted on "
+            f"median {r['limited_ticks']['stylized']['median']:.0f} (stylized) and "
+            f"{r['limited_ticks']['ccd']['median']:.0f} (CCD) ticks of a segment; robot "
+            f"clamps: stylized {cl['stylized']['total']}, CCD {cl['ccd']['total']}")
+    else:
+        lines.append('limits: none (robot clamps, at the position limits only: stylized '
+                     f"{cl['stylized']['total']}, CCD {cl['ccd']['total']})")
     lines += [
+        f"constraints: {r['constraints']} of the {g['kept']} points of the "
+        f"{' x '.join(str(n) for _, _, n in GRID)} grid (x, y, z {ranges} m) that the hand "
+        f"reaches (within {g['reach_m'] * 1e3:.1f} mm) with the searched joints inside eq. 1's "
+        f"grids (each search box less its outer {g['grid_margin'] * 100:.1f} %); not used: "
+        f'{len(outer)} reached only with a joint in that outer band (search error there median '
+        f'{outer_median:.1f}, max {outer_max:.1f} mm; within the resolution in '
+        f"{g['outer_band_within_resolution']}/{len(outer)}), {len(g['out_of_box'])} out of "
+        'the search box',
         f"constraint error [mm], stylized (search): median {e['median']:.2f}, p95 {e['p95']:.2f},"
-        f" max {e['max']:.2f}; within the fine grid's bound (median {res['median']:.1f} mm) in "
+        f" max {e['max']:.2f}; the fine increment's resolution (first-order error bound of the "
+        'fine grid at the answer, 0.5 sum_j |dp/dq_j| x fine increment_j, fine increments '
+        f"{min(r['fine_increment_rad']):.3f}-{max(r['fine_increment_rad']):.3f} rad): median "
+        f"{res['median']:.1f}, min {res['min']:.1f}, max {res['max']:.1f}; error within it in "
         f"{r['within_resolution']}/{r['constraints']}",
         'constraint error [mm], stylized with 10 damped least-squares steps after the fine '
         f"step (not in the paper): median {r['refined_search_error_mm']['median']:.3f}, p95 "
@@ -305,14 +546,15 @@ def table(results):
         f"constraint error [mm], CCD (tolerance {r['ccd_tolerance_m'] * 1e3:.1f}): median "
         f"{r['ccd_error_mm']['median']:.2f}, max {r['ccd_error_mm']['max']:.2f}; converged "
         f"{r['ccd_converged']}/{r['constraints']} (joint speed <= "
-        f"{r['ccd_speed_fraction']:.2f} x velocity limit); as executed at arrival: median "
+        f"{r['ccd_speed_fraction']:.2f} x velocity limit); as executed, at the end: median "
         f"{r['ccd_executed_error_mm']['median']:.2f}, max "
         f"{r['ccd_executed_error_mm']['max']:.2f}",
         'time per adaptation [ms] (search + modulation, CPU): median '
         f"{r['adapt_cpu_ms']['median']:.2f}, p95 {r['adapt_cpu_ms']['p95']:.2f}, max "
         f"{r['adapt_cpu_ms']['max']:.2f}; wall-clock median {r['adapt_wall_ms']['median']:.2f}"
         f", p95 {r['adapt_wall_ms']['p95']:.2f}",
-        f"segment length [s]: stylized {r['segment_s']['stylized']['median']:.2f}, CCD median "
+        'segment length as executed [s]: stylized median '
+        f"{r['segment_s']['stylized']['median']:.2f}, CCD median "
         f"{r['segment_s']['ccd']['median']:.2f} (max {r['segment_s']['ccd']['max']:.2f})",
         'trajectory change per cm of constraint change [rad/cm, max over joints and time]: '
         f"stylized median {r['change_per_cm_rad']['stylized']['median']:.3f} (max "
@@ -370,6 +612,10 @@ def to_json(results):
     out = dict(results)
     nearby = results['nearby']
     out['nearby'] = {'constraints': [np.asarray(c).tolist() for c in nearby['constraints']]}
+    out['grid'] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                   for k, v in results['grid'].items()}
+    out['limits'] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                     for k, v in results['limits'].items()}
     out['rows'] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
                    for r in results['rows']]
     return out

@@ -28,6 +28,7 @@ from ik_control import robots
 from ik_control.ros.conversions import arrays_to_joint_trajectory, joint_state_positions
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.style.adapter import StyleAdapter
+from ik_control.style.modulation import time_scale
 from ik_control.validation import finite_vector, IkControlError, InputError
 import numpy as np
 from rclpy.node import Node
@@ -156,10 +157,8 @@ class StyleAdapterNode(Node):
         keeps them within the URDF velocity limits and ``max_acceleration``. The shape,
         the style, is the same; the constraint instant comes ``s`` times later.
         """
-        v = np.max(np.abs(motion.velocities), axis=0) / self.model.velocity_limit[self.cols]
-        a = np.max(np.abs(np.diff(motion.velocities, axis=0)), axis=0) / self.adapter.dt
-        scale = max(1.0, float(np.max(v)),
-                    float(np.sqrt(np.max(a) / self.values['max_acceleration'])))
+        scale = time_scale(motion.velocities, self.adapter.dt,
+                           self.model.velocity_limit[self.cols], self.values['max_acceleration'])
         motion.times = motion.times * scale
         motion.velocities = motion.velocities / scale
         motion.constraint_time *= scale

@@ -133,23 +133,9 @@ class StyleAdapter:
         ex = self.exemplar
         constraint = finite_vector(constraint, 3, 'constraint point')
         psi0 = self.current_state(joint_names, positions)
-        t0 = self._start_time(start)
-        if instant is None:
-            later = sorted(t for t in ex.instants.values() if t > t0 + 1e-9)
-            if not later:
-                raise InputError(f"motion '{ex.name}' has no constraint instant after {t0} s")
-            t_pc = later[0]
-        else:
-            t_pc = ex.instant(instant)
-        i0, i_pc = self._sample(t0), self._sample(t_pc)
-        if i_pc <= i0:
-            raise InputError(f'constraint instant {t_pc} s is not after the start {t0} s')
+        i0, i_pc = self._span(start, instant)
         theta = self.theta[i0:]
-        # values at the constraint instant of the joints the search does not choose
-        q_pc = self.model.center.copy()
-        q_pc[self._cols] = np.where(self.modulated, self.model.center[self._cols],
-                                    psi0 + theta[i_pc - i0] - theta[0])
-        fixed = dict(zip(self.model.joint_names, q_pc))
+        fixed = self._held(psi0, i0, i_pc)
         searched = time.perf_counter()
         preferred = self.model.center.copy()
         preferred[self._cols] = self.theta[i_pc]
@@ -169,6 +155,39 @@ class StyleAdapter:
                              self.times[i_pc] - self.times[i0], psi_pc, result.error,
                              result.resolution, np.stack([a, b], axis=1), methods,
                              time.perf_counter() - began, search_seconds)
+
+    def _span(self, start, instant):
+        """Sample indices of ``start`` and of the constraint instant (see :meth:`adapt`)."""
+        ex = self.exemplar
+        t0 = self._start_time(start)
+        if instant is None:
+            later = sorted(t for t in ex.instants.values() if t > t0 + 1e-9)
+            if not later:
+                raise InputError(f"motion '{ex.name}' has no constraint instant after {t0} s")
+            t_pc = later[0]
+        else:
+            t_pc = ex.instant(instant)
+        i0, i_pc = self._sample(t0), self._sample(t_pc)
+        if i_pc <= i0:
+            raise InputError(f'constraint instant {t_pc} s is not after the start {t0} s')
+        return i0, i_pc
+
+    def _held(self, psi0, i0, i_pc):
+        """``{joint: value [rad]}`` at the constraint instant of the joints not searched."""
+        q_pc = self.model.center.copy()
+        q_pc[self._cols] = np.where(self.modulated, self.model.center[self._cols],
+                                    psi0 + self.theta[i_pc] - self.theta[i0])
+        return dict(zip(self.model.joint_names, q_pc))
+
+    def held_joints(self, joint_names, positions, start=None, instant=None):
+        """
+        Values [rad] at which :meth:`adapt` holds the joints it does not search, by name.
+
+        The same arguments as :meth:`adapt` (without the constraint): mid-range for the
+        modulated joints, the exemplar's unscaled motion from the given state for the others.
+        """
+        psi0 = self.current_state(joint_names, positions)
+        return self._held(psi0, *self._span(start, instant))
 
     def _frame(self, q, frame):
         return self.model.frame_placements(q)[frame]

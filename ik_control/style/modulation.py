@@ -140,3 +140,24 @@ def scale_velocities(velocity, a, b):
     """Scaled velocity profile ``a v`` where ``v > 0``, ``b v`` where ``v < 0`` [rad/s]."""
     v = np.asarray(velocity, dtype=float)
     return np.where(v > 0.0, a * v, b * v)
+
+
+def time_scale(velocities, dt, v_max, a_max):
+    """
+    Return the least uniform slow-down ``s >= 1`` that keeps a motion within its limits.
+
+    ``velocities``: (N, n) [rad/s] every ``dt`` [s]; ``v_max``, ``a_max``: one value or one
+    per column [rad/s, rad/s^2]. Played ``s`` times slower (times ``x s``), the velocities
+    scale by ``1/s`` and the accelerations (the sample-to-sample differences over ``dt``)
+    by ``1/s^2``: the path and its shape, the style, are the same. This is how the
+    ``style_adapter`` node plays an exemplar animated for its character, not for the robot.
+    """
+    v = np.asarray(velocities, dtype=float)
+    if v.ndim != 2 or v.shape[0] < 2 or not np.all(np.isfinite(v)):
+        raise InputError(f'time_scale needs finite velocities of shape (N >= 2, n), got '
+                         f'{v.shape}')
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise InputError(f'time_scale: dt must be finite and > 0 [s], got {dt}')
+    speed = np.max(np.abs(v), axis=0) / v_max
+    accel = np.max(np.abs(np.diff(v, axis=0)), axis=0) / dt / a_max
+    return max(1.0, float(np.max(speed)), float(np.sqrt(np.max(accel))))

@@ -300,6 +300,7 @@ class Tsfks:
         rng = (self.box_upper - self.box_lower)[self.search_index]
         self.coarse_increment = rng * self._fractions(coarse_fraction, 'coarse_fraction')
         self.fine_increment = rng * self._fractions(fine_fraction, 'fine_fraction')
+        self.grid_lower, self.grid_upper = self._grid_region()
         if not (np.isfinite(posture_weight) and posture_weight >= 0.0):
             raise InputError(f'posture_weight must be >= 0 [m], got {posture_weight}')
         span_s = (model.upper - model.lower)[self.search_index]
@@ -337,6 +338,27 @@ class Tsfks:
         if not np.all(np.isfinite(arr)) or np.any(arr <= 0.0) or np.any(arr > 1.0):
             raise InputError(f'{what} must be in (0, 1] of the search range, got {value}')
         return arr.copy()
+
+    def _grid_region(self):
+        """
+        Outermost values [rad] the two steps can sample, per searched joint (chain order).
+
+        Eq. (1) takes interior samples only, and the fine window is the coarse sample
+        +- half a coarse increment: a joint's lowest value is the first fine sample around
+        its first coarse sample (12.9 % of the search range in from the box's edge for the
+        increments 20 % and 3 %). Constraints reached only with a joint beyond
+        ``[grid_lower, grid_upper]`` are out of the search's reach.
+        """
+        k = self.search_index
+        lows, highs = [], []
+        for lo, hi, c, f in zip(self.box_lower[k], self.box_upper[k], self.coarse_increment,
+                                self.fine_increment):
+            coarse = eq1_samples(lo, hi, c)
+            lows.append(eq1_samples(max(coarse[0] - 0.5 * c, lo), min(coarse[0] + 0.5 * c, hi),
+                                    f)[0])
+            highs.append(eq1_samples(max(coarse[-1] - 0.5 * c, lo),
+                                     min(coarse[-1] + 0.5 * c, hi), f)[-1])
+        return np.array(lows), np.array(highs)
 
     def _q_fixed(self, q_rest):
         """Chain joint values of the non-searched joints; offsets of the searched ones."""
