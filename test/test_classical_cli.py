@@ -41,8 +41,47 @@ def test_analytic_method_on_a_planar_two_link_chain_and_its_refusals(capsys):
     np.testing.assert_allclose(result.q, [0.5, -1.2], atol=1e-9)
     with pytest.raises(ModelError, match='7-DoF arm'):
         ClassicalIk(model, 'hal')
-    with pytest.raises(ModelError, match='one end effector'):
-        ClassicalIk(robots.robot('simon'), 'ccd')
+    with pytest.raises(ModelError, match='share joints'):   # one 7-joint arm for two tips
+        ClassicalIk(RobotModel.from_urdf(WAM_URDF, base_frame='wam_base',
+                                         end_effectors=['tool', 'wam_link_7']), 'hal')
+
+
+def _simon_goal_args(model, q):
+    args = []
+    for frame in ('right_hand', 'left_hand'):
+        T = model.pin_frame_placement(q, frame)
+        args += ['--tip', frame, '--xyz', *map(str, T[:3, 3]),
+                 '--quat', *map(str, pin.Quaternion(T[:3, :3]).coeffs())]
+    return args
+
+
+@pytest.mark.parametrize('method', ['lm', 'ccd', 'hal'])
+def test_solve_command_on_both_of_simons_hands(method, capsys):
+    simon = robots.robot('simon')
+    rng = np.random.default_rng(3)
+    q_goal = robots.ready_pose('simon') + rng.uniform(-0.3, 0.3, simon.nq)
+    if method == 'hal':
+        q_goal[:2] = simon.center[:2]          # hal holds the torso at the seed (mid-range)
+    code = cli.main(['solve', '--urdf', robots.urdf_path('simon'), '--base', 'simon_base',
+                     *_simon_goal_args(simon, q_goal), '--method', method,
+                     '--tolerance', '1e-4', '--timeout-ms', '500', '--random-seed', '1',
+                     '--json'])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report['success']
+    q = np.array(report['positions'])
+    names = report['joint_names']
+    q_model = q[[names.index(n) for n in simon.joint_names]]   # the CLI's joint order
+    for frame in ('right_hand', 'left_hand'):
+        T = simon.pin_frame_placement(q_goal, frame)
+        reached = simon.pin_frame_placement(q_model, frame)
+        assert np.linalg.norm(reached[:3, 3] - T[:3, 3]) < 1e-4
+        assert np.linalg.norm(pin.log3(reached[:3, :3].T @ T[:3, :3])) < 1e-4
+
+
+def test_solve_command_refuses_mismatched_tips_and_goals(capsys):
+    code = cli.main(['solve', '--urdf', robots.urdf_path('simon'), '--base', 'simon_base',
+                     '--tip', 'right_hand', '--tip', 'left_hand', '--xyz', '0.3', '0', '1'])
+    assert code == 2 and 'one --xyz for each' in capsys.readouterr().err
 
 
 def test_bench_rows_for_the_classical_methods():

@@ -22,8 +22,6 @@ from ik_control.control.path_file import parse_key_pose_file
 from ik_control.control.spline_path import PathFollower
 from ik_control.control.velocity_profile import parse_profile, ProfilePlayer
 from ik_control.examples.plotting import equal_3d_axes
-from ik_control.kinematics import RobotModel
-from ik_control.kinematics.dh_file import is_dh_file, load_dh_file
 from ik_control.validation import finite_vector, InputError
 import numpy as np
 import pinocchio as pin
@@ -52,18 +50,10 @@ def load_motion(path):
 
 def load_robot(robot, start_q=None):
     """Return ``(model, q0)`` of a bundled robot name or a DH file; q0 [rad] or its ready."""
-    if is_dh_file(robot):
-        dh = load_dh_file(robot)
-        model = RobotModel.from_urdf(dh.urdf(), base_frame=dh.base_link,
-                                     end_effectors=[dh.tool_link])
-        q0 = model.center
-    elif robot in robots.SETUPS:
-        setup = robots.SETUPS[robot]
-        model = robots.robot(robot, end_effectors=setup.end_effectors[:1])
-        q0 = robots.ready_pose(robot)
-    else:
-        raise InputError(f"robot '{robot}' is neither a bundled robot "
-                         f'({sorted(robots.SETUPS)}) nor a DH file (.yaml)')
+    overrides = {}
+    if robot in robots.SETUPS:   # the first end effector only
+        overrides['end_effectors'] = robots.SETUPS[robot].end_effectors[:1]
+    model, q0 = robots.load(robot, **overrides)
     if start_q is not None:
         q0 = finite_vector(start_q, model.nq, '--start-q')
     return model, np.array(q0, dtype=float)
