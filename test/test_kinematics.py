@@ -109,9 +109,30 @@ def test_simon_slave_joint_follows_torso_pitch():
     qt = model.tree_configuration(q + 0.1)
     names = model.tree_joint_names
     assert qt[names.index('torso_y_slave')] == pytest.approx(qt[names.index('torso_y')])
-    # the pitch moves the hands through both torso joints: twice the single-joint effect
+    # the pitch moves the hands through both torso joints: its column is the sum of the two
+    # joints' columns of pinocchio's own tree Jacobian (mimic multiplier 1) ...
+    pm, pd = model.pin_model, model.pin_model.createData()
+    v = {n: pm.joints[pm.getJointId(n)].idx_v for n in ('torso_y', 'torso_y_slave')}
+    col = model.joint_names.index('torso_y')
+    R = model.base_inv[:3, :3]
+    rng = np.random.default_rng(5)
+    for qc in [q] + list(model.random_configurations(10, rng)):
+        J = model.jacobian(qc)
+        for f, ee in enumerate(model.end_effectors):
+            Jt = pin.computeFrameJacobian(pm, pd, model.tree_configuration(qc),
+                                          pm.getFrameId(ee.frame),
+                                          pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+            Jt = np.vstack([R @ Jt[:3], R @ Jt[3:]])
+            o = model.task_offsets[f]
+            np.testing.assert_allclose(J[o:o + 6, col],
+                                       Jt[:, v['torso_y']] + Jt[:, v['torso_y_slave']],
+                                       atol=1e-12)
+    # ... so with the torso not rolled (parallel axes) the hands turn at exactly twice the
+    # single joint's rate: 2 rad/s about the base y axis per rad/s of torso_y
+    assert q[model.joint_names.index('torso_x')] == 0.0
     J = model.jacobian(q)
-    assert np.linalg.norm(J[:, model.joint_names.index('torso_y')]) > 0.1
+    for o in model.task_offsets:
+        np.testing.assert_allclose(J[o + 3:o + 6, col], [0.0, 2.0, 0.0], atol=1e-12)
 
 
 def test_locked_joints_stay_put_and_subset_models_agree():

@@ -3,7 +3,7 @@
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 from ik_control.ik import laws, linalg, nullspace
-from ik_control.ik.pose_error import ERROR_LOG3, ERROR_SAM, ERROR_SE3, pose_error
+from ik_control.ik.pose_error import ERROR_AXIS_CROSS, ERROR_LOG3, ERROR_SE3, pose_error
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -118,16 +118,43 @@ def test_sdls_respects_gamma_max_and_is_finite(seed):
     assert np.all(np.isfinite(dq)) and np.max(np.abs(dq)) <= np.pi / 4 + 1e-12
 
 
-def test_nullspace_projection_leaves_the_task_untouched():
-    rng = np.random.default_rng(6)
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from([(6, 7), (12, 16), (3, 7), (6, 6), (7, 4)]),
+       st.sampled_from([None, 'deficient', 'near']))
+def test_nullspace_projection_is_exact_at_any_rank(seed, shape, rank):
+    # SAM eq. 16's projector: J (I - J^+ J) z = 0 to rounding, however close to singular
+    rng = np.random.default_rng(seed)
+    m, n = shape
+    J = _random_jacobian(rng, m, n, rank=min(shape) - 1 if rank == 'deficient' else None)
+    if rank == 'near':  # one singular value 1e-9 .. 1e-4 of the largest
+        U, s, Vt = np.linalg.svd(J, full_matrices=False)
+        s[-1] = s[0] * 10 ** rng.uniform(-9, -4)
+        J = (U * s) @ Vt
+    z = rng.standard_normal(n)
+    out = np.zeros(n)
+    nullspace.project_nullspace(J, z, out, np.zeros((n, m)), np.zeros(m))
+    assert np.linalg.norm(J @ out) <= 1e-12 * np.linalg.norm(J, 2) * np.linalg.norm(z)
+    # an orthogonal projection: what it removes is orthogonal to what it keeps
+    assert abs(out @ (z - out)) <= 1e-12 * (z @ z)
+    if rank is None:  # full rank: exactly (I - J^+ J) z, all of the nullspace kept
+        np.testing.assert_allclose(out, z - np.linalg.pinv(J) @ (J @ z), atol=1e-10)
+
+
+def test_a_damped_projector_would_leak_into_the_task_near_a_singularity():
+    # why the projector is not built from the damped inverse (nullspace.py docstring):
+    # with lambda = 0.01 and sigma_min = 1e-3, J (I - J^T (J J^T + lambda^2 I)^-1 J) z
+    # keeps ~ sigma (lambda^2 / (sigma^2 + lambda^2)) of z's component: far above 1e-9
+    rng = np.random.default_rng(3)
     J = _random_jacobian(rng, 6, 7)
-    L = np.zeros((6, 6))
-    laws.dls_factor(J, 1e-12, L)
-    z = rng.standard_normal(7)
-    out = np.zeros(7)
-    nullspace.project_nullspace(J, L, z, out, np.zeros(6), np.zeros(7))
-    assert np.linalg.norm(J @ out) < 1e-8 * np.linalg.norm(z)
-    assert np.linalg.norm(out) > 0.1 * np.linalg.norm(z) / 7  # a 1-D nullspace keeps some of z
+    U, s, Vt = np.linalg.svd(J, full_matrices=False)
+    s[-1] = 1e-3
+    J = (U * s) @ Vt
+    z = Vt[-1]  # along the weakest task direction
+    damped = z - J.T @ np.linalg.solve(J @ J.T + 1e-4 * np.eye(6), J @ z)
+    exact = np.zeros(7)
+    nullspace.project_nullspace(J, z, exact, np.zeros((7, 6)), np.zeros(6))
+    assert np.linalg.norm(J @ damped) > 1e-4
+    assert np.linalg.norm(J @ exact) < 1e-15 * 1e3
 
 
 def test_joint_centering_gradient_is_sam_eq_18():
@@ -198,7 +225,7 @@ def test_sam_orientation_error_is_eq_21_and_agrees_with_log3_for_small_rotations
     Ta[:3, :3] = _rotation(rng)
     Td[:3, :3] = _rotation(rng, 1e-4) @ Ta[:3, :3]
     sam, log = np.zeros(6), np.zeros(6)
-    pose_error(Ta, Td, ERROR_SAM, False, sam, np.zeros((3, 3)))
+    pose_error(Ta, Td, ERROR_AXIS_CROSS, False, sam, np.zeros((3, 3)))
     pose_error(Ta, Td, ERROR_LOG3, False, log, np.zeros((3, 3)))
     na, nd = Ta[:3, :3], Td[:3, :3]
     eq21 = 0.5 * sum(np.cross(na[:, c], nd[:, c]) for c in range(3))

@@ -111,6 +111,60 @@ def test_manipulability_objective_increases_manipulability():
     assert solver.err_pos[0] < 1e-3
 
 
+def _near_singular(name, q, rng):
+    """``q`` with the elbow(s) straight, exactly or within 1e-6 rad (a singular arm)."""
+    elbows = [3] if name == 'wam' else [SIMON.joint_names.index(j) for j in SIMON.joint_names
+                                        if 'elbow' in j]
+    q = q.copy()
+    q[elbows] = np.clip(rng.choice([0.0, 1e-6, -1e-6]), ROBOTS[name].lower[elbows],
+                        ROBOTS[name].upper[elbows])
+    return q
+
+
+ROBOTS = {'wam': WAM, 'simon': SIMON}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from(sorted(ROBOTS)), st.floats(0.05, 2.0),
+       st.booleans())
+def test_the_nullspace_motion_moves_no_effector(seed, name, gain, singular):
+    # the step toward a target the arm is already on is all nullspace motion (SAM eq. 16):
+    # its task-space velocity J dq is zero to rounding, whatever the damping in use
+    rng = np.random.default_rng(seed)
+    model = ROBOTS[name]
+    q = model.random_configurations(1, rng)[0]
+    if singular:
+        q = _near_singular(name, q, rng)
+    solver = VelocitySolver(model, SolverConfig(centering_gain=gain, manipulability_gain=0.0,
+                                                max_joint_step=0.0))
+    dq = solver.step(q, model.frame_placements(q))
+    J = solver.J
+    assert np.linalg.norm(dq) > 0.0
+    assert np.linalg.norm(J @ dq) <= 1e-9 * np.linalg.norm(J, 2) * np.linalg.norm(dq)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from(sorted(ROBOTS)), st.floats(0.1, 0.5))
+def test_the_task_converges_with_joint_centering_active(seed, name, gain):
+    # the controller's centering_gain [1/s] at 1 kHz is gain / 1000 per update. With a
+    # damped projector the secondary motion leaked into the task and the hand settled off
+    # the goal (centering_gain 0.1-0.5); exact, the error goes to 0
+    rng = np.random.default_rng(seed)
+    model = ROBOTS[name]
+    while True:  # away from singularities, where damped least squares alone is slow
+        q = model.random_configurations(1, rng, margin=0.2)[0]
+        q_goal = q + 0.05 * rng.standard_normal(model.nq)
+        if min(np.linalg.svd(model.jacobian(x), compute_uv=False)[-1] for x in (q, q_goal)) > 0.05:
+            break
+    target = model.frame_placements(q_goal)
+    solver = VelocitySolver(model, SolverConfig(centering_gain=gain / 1000.0))
+    for _ in range(300):
+        q = q + solver.step(q, target)
+    solver.step(q, target)
+    assert np.all(q >= model.lower) and np.all(q <= model.upper)
+    assert np.max(solver.err_pos) < 1e-7 and np.max(solver.err_rot) < 1e-6
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1), st.sampled_from(sorted(METHODS)),
        st.floats(1e-3, 1e4), st.booleans())
@@ -232,3 +286,9 @@ def test_buss_experiment_reproduces_the_papers_robust_findings():
             < jumping['adaptive, reset all']['oscillation_out_of_reach'])
     claims = [claim for claim, _ in buss.checks(results)]
     assert any('half a link' in c for c in claims) and any('fifth' in c for c in claims)
+
+
+def test_error_mode_sam_is_a_deprecated_alias_of_axis_cross():
+    # users' configs name SAM eq. 21 'sam': still accepted, the same error
+    assert SolverConfig(error_mode='sam').packed().tolist() == \
+        SolverConfig(error_mode='axis_cross').packed().tolist()

@@ -39,8 +39,15 @@ uses ``time.perf_counter`` as TRAC-IK does on an idle machine. Solvers:
   later than the timeout count as failures.
 
 A peer that cannot be imported or set up is reported with the reason, never fatal.
+
+Robots: the bundled ones and arms of example-robot-data by name, any URDF with a base and
+a tip frame, and any robot written as a DH file (``config/robots/sam9.yaml``: its
+``base_link`` to its ``tool_link``, all joints). A DH file's URDF
+(``load_dh_file(path).urdf()``, as the nodes and ``ik_control solve`` read it) is written
+to a temporary file for the run, since the peers read URDF files.
 """
 
+import atexit
 import contextlib
 from dataclasses import dataclass
 import importlib.util
@@ -48,8 +55,10 @@ import logging
 import math
 import os
 import platform
+import shutil
 import sys
 import sysconfig
+import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 
@@ -57,6 +66,7 @@ from ik_control import robots
 from ik_control.ik.classical import CLASSICAL_METHODS, ClassicalIk
 from ik_control.ik.position_ik import PositionIk
 from ik_control.kinematics import RobotModel
+from ik_control.kinematics.dh_file import is_dh_file, load_dh_file
 from ik_control.validation import InputError
 import numpy as np
 import pinocchio as pin
@@ -88,6 +98,7 @@ class BenchRobot:
     base: str
     tip: str
     joints: tuple = None    # None: the chain from base to tip
+    source: str = None      # the DH file ``urdf`` was written from (None: a URDF)
 
 
 # Arms of example-robot-data: name -> (URDF under its robots/ directory, base, tip).
@@ -115,7 +126,7 @@ def panda_urdf_path():
 
 def bench_robot(name):
     """
-    Return the :class:`BenchRobot` called ``name`` (one of :data:`ROBOTS`).
+    Return the :class:`BenchRobot` called ``name`` (one of :data:`ROBOTS`), or of a DH file.
 
     The Panda chain is ``panda_link0`` -> ``panda_link8`` (the flange, before the hand's
     fixed -45 degree yaw), the chain of TRAC-IK's Panda test configuration; the fingers
@@ -123,6 +134,8 @@ def bench_robot(name):
     """
     if isinstance(name, BenchRobot):
         return name
+    if is_dh_file(name):
+        return custom_robot(name)
     if name == 'panda':
         return BenchRobot('panda', panda_urdf_path(), 'panda_link0', 'panda_link8',
                           tuple(f'panda_joint{i}' for i in range(1, 8)))
@@ -131,7 +144,8 @@ def bench_robot(name):
         return BenchRobot(name, example_robot_urdf(relative), base, tip)
     if name not in robots.SETUPS:
         raise InputError(f"unknown robot '{name}'; choose from "
-                         f'{list(ROBOTS) + sorted(set(EXAMPLE_ARMS) - set(ROBOTS))}')
+                         f'{list(ROBOTS) + sorted(set(EXAMPLE_ARMS) - set(ROBOTS))} '
+                         'or give a DH file (.yaml)')
     setup = robots.SETUPS[name]
     if len(setup.end_effectors) != 1:
         raise ValueError(f"robot '{name}' has {len(setup.end_effectors)} end effectors, "
@@ -140,8 +154,38 @@ def bench_robot(name):
                       setup.joints)
 
 
-def custom_robot(urdf, base, tip, name=None, joints=None):
-    """Return a :class:`BenchRobot` for any URDF file and chain (``name``: the file's stem)."""
+_DH_URDFS = {}   # DH file (absolute path) -> the URDF file written from it
+
+
+def dh_urdf_file(path):
+    """
+    Return the path of a URDF file holding ``load_dh_file(path).urdf()``.
+
+    Written once per process into a temporary directory (removed at exit), named after
+    the DH file (``sam9.yaml`` -> ``sam9.urdf``): the peers read URDF files.
+    """
+    key = os.path.abspath(path)
+    if key not in _DH_URDFS:
+        text = load_dh_file(path).urdf()
+        directory = tempfile.mkdtemp(prefix='ik_control_bench_')
+        atexit.register(shutil.rmtree, directory, True)
+        out = os.path.join(directory, os.path.splitext(os.path.basename(path))[0] + '.urdf')
+        with open(out, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+        _DH_URDFS[key] = out
+    return _DH_URDFS[key]
+
+
+def custom_robot(urdf, base=None, tip=None, name=None, joints=None):
+    """
+    Return a :class:`BenchRobot` for any URDF or DH file and chain (``name``: the file's stem).
+
+    A DH file's ``base`` and ``tip`` default to its ``base_link`` and ``tool_link``.
+    """
+    source = None
+    if is_dh_file(urdf):
+        dh = load_dh_file(urdf)
+        source, base, tip = urdf, base or dh.base_link, tip or dh.tool_link
     for value, what in ((urdf, 'urdf'), (base, 'base'), (tip, 'tip')):
         if not isinstance(value, str) or not value:
             raise InputError(f'each robot needs a {what} (a non-empty string)')
@@ -151,7 +195,9 @@ def custom_robot(urdf, base, tip, name=None, joints=None):
                                or not all(isinstance(j, str) for j in joints)):
         raise InputError(f'joints must be a list of joint names, got {joints!r}')
     name = name or os.path.splitext(os.path.basename(urdf))[0]
-    return BenchRobot(str(name), urdf, base, tip, tuple(joints) if joints else None)
+    if source is not None:
+        urdf = dh_urdf_file(source)
+    return BenchRobot(str(name), urdf, base, tip, tuple(joints) if joints else None, source)
 
 
 def read_robots_file(path):
@@ -159,7 +205,8 @@ def read_robots_file(path):
     Return the :class:`BenchRobot` list of a YAML file: a list of ``{urdf, base, tip}``.
 
     Optional keys: ``name`` and ``joints`` (default: the chain from base to tip); a
-    relative ``urdf`` path is relative to the YAML file.
+    relative ``urdf`` path is relative to the YAML file. ``urdf`` may be a DH file, whose
+    ``base`` and ``tip`` default to its ``base_link`` and ``tool_link``.
     """
     import yaml
 
@@ -824,8 +871,8 @@ def run(robot_names=ROBOTS, samples=10000, timeout_ms=5.0, tolerance=1e-5, solve
         qs, targets = make_targets(model, samples, seed)
         warm = model.frame_placements(model.center + 0.1 * (model.upper - model.center))[0]
         ctx = Context(robot, model, tolerance, timeout, clock_fn, seed, warm)
-        entry = {'urdf': os.path.basename(robot.urdf), 'base': robot.base, 'tip': robot.tip,
-                 'joints': list(model.joint_names),
+        entry = {'urdf': os.path.basename(robot.source or robot.urdf), 'base': robot.base,
+                 'tip': robot.tip, 'joints': list(model.joint_names),
                  'continuous_joints': list(model.continuous_joints), 'solvers': {}}
         for solver in solvers:
             n = counts[solver]

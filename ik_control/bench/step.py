@@ -3,7 +3,9 @@ Microseconds per control update, ours next to a plain numpy version and pink, in
 
 One update = forward kinematics, Jacobians, pose error, DLS with adaptive damping and the
 joint-centering nullspace term (SAM eq. 16-18), for the WAM (tool, 6-D task, 7 joints)
-and SIMON (both hands, 12-D task, 16 joints). Peers on the same robot, configuration and
+and SIMON (both hands, 12-D task, 16 joints) by default, or for any robot written as a
+DH file (``config/robots/sam9.yaml``: its tool, 6-D task, all joints, at the middle of
+the limits; :func:`ik_control.robots.load`). Peers on the same robot, configuration and
 target in the same process:
 
 * ``numpy+pinocchio``: ``computeFrameJacobian`` and placements through pinocchio's Python
@@ -14,10 +16,12 @@ target in the same process:
 Each call is timed separately (``perf_counter_ns``); median and 99th percentile reported.
 """
 
+import os
 import time
 
 from ik_control import robots
 from ik_control.ik.solver import SolverConfig, VelocitySolver
+from ik_control.validation import InputError
 import numpy as np
 import pinocchio as pin
 
@@ -120,12 +124,22 @@ def pink_update(model, q, T, samples):
 PEERS = (('ik_control', ours), ('numpy+pinocchio', numpy_pinocchio), ('pink', pink_update))
 
 
-def run(samples=20000, robot_names=('wam', 'simon'), progress=None):
-    """Time every implementation on every robot; JSON-ready dict."""
+ROBOTS = ('wam', 'simon')
+
+
+def robot_label(robot):
+    """Return the results key of ``robot``: the name, or the stem of a DH file."""
+    return robot if robot in robots.SETUPS else os.path.splitext(os.path.basename(robot))[0]
+
+
+def run(samples=20000, robot_names=ROBOTS, progress=None):
+    """Time every implementation on every robot (bundled name or DH file); JSON-ready dict."""
     results = {'samples': samples, 'robots': {}}
-    for name in robot_names:
-        model = robots.robot(name)
-        q = robots.ready_pose(name)
+    for robot in robot_names:
+        model, q = robots.load(robot)
+        name = robot_label(robot)
+        if name in results['robots']:
+            raise InputError(f"robot '{name}' given twice")
         T = _targets(model, q)
         entry = {'joints': model.nq, 'task_rows': model.task_dim, 'implementations': {}}
         for label, fn in PEERS:
@@ -142,10 +156,11 @@ def run(samples=20000, robot_names=('wam', 'simon'), progress=None):
 
 def table(results):
     """Text table of :func:`run`'s results."""
-    lines = [f"{'robot':<8}{'implementation':<18}{'median us':>10}{'p99 us':>10}"
+    w = max([8] + [len(name) + 2 for name in results['robots']])
+    lines = [f"{'robot':<{w}}{'implementation':<18}{'median us':>10}{'p99 us':>10}"
              f"{'ik_control faster':>19}"]
     for name, entry in results['robots'].items():
         for label, r in entry['implementations'].items():
-            lines.append(f"{name:<8}{label:<18}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
+            lines.append(f"{name:<{w}}{label:<18}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
                          f"{r['speedup_of_ik_control']:>18.1f}x")
     return '\n'.join(lines)

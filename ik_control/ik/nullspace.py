@@ -2,8 +2,13 @@
 Redundancy: secondary goals in the nullspace of the task, and two-level task priority.
 
 SAM eq. (16): ``dq = J^+ dx + (I - J^+ J) z`` -- any ``z`` projected through
-``I - J^+ J`` leaves the task untouched. Here ``J^+`` is the damped inverse of the primary
-law (Buss eq. 11), reusing its Cholesky factor.
+``I - J^+ J`` leaves the task untouched. The projector is the *undamped* one, whatever
+damping the primary law uses, as eq. (16) intends: ``I - J^+ J`` is the orthogonal
+projector onto the nullspace of ``J``, computed exactly as ``Q_perp Q_perp^T`` from the
+Householder QR of ``J^T`` (:func:`project_nullspace`). A projector built from the damped
+inverse ``J^T (J J^T + lambda^2 I)^-1`` is not one: near a singularity, where the damping
+is active, the secondary motion then leaks into the task (measured: the hand settled off
+its goal with ``centering_gain`` 0.1-0.5).
 
 Secondary goals as ``z = -alpha grad H`` (SAM eq. 17):
 
@@ -20,7 +25,6 @@ with a damped inverse at the second level, since ``J2 (I - J1^+ J1)`` loses rank
 the two tasks conflict.
 """
 
-from ik_control.ik import linalg
 from numba import njit
 import numpy as np
 
@@ -34,13 +38,65 @@ def joint_centering_gradient(q, lower, upper, out):
 
 
 @njit(cache=True, nogil=True)
-def project_nullspace(J, L, z, out, work_m, work_n):
-    """``out = (I - J^+ J) z`` with ``J^+ = J^T (J J^T + lambda^2 I)^-1`` from factor ``L``."""
-    linalg.mat_vec(J, z, work_m)
-    linalg.cholesky_solve(L, work_m, work_m)
-    linalg.mat_t_vec(J, work_m, work_n)
-    for i in range(z.shape[0]):
-        out[i] = z[i] - work_n[i]
+def project_nullspace(J, z, out, H, beta):
+    """
+    ``out = (I - J^+ J) z``: ``z`` projected onto the nullspace of ``J`` (SAM eq. 16), exactly.
+
+    ``J`` is m x n; ``H`` an n x m work matrix, ``beta`` an m work vector. The Householder
+    QR of ``J^T = Q R`` (k = min(m, n) reflectors ``P_i = I - beta_i u_i u_i^T``, the
+    ``u_i`` kept in ``H``) gives ``Q^T z`` as the first k components of
+    ``P_k ... P_1 z``; zeroing them and applying ``P_1 ... P_k`` leaves
+    ``(I - Q Q^T) z``. Then ``J out = R^T Q^T out = 0`` up to rounding (relative 1e-15)
+    whatever the rank of ``J``: where ``J`` is rank deficient the result is still in its
+    nullspace (``Q`` spans at least its row space). Orthogonal operations only, so it is
+    as accurate next to a singularity as away from it. No allocation.
+    """
+    m, n = J.shape
+    k = min(m, n)
+    for i in range(n):
+        for j in range(m):
+            H[i, j] = J[j, i]
+    for j in range(k):
+        norm2 = 0.0
+        for i in range(j, n):
+            norm2 += H[i, j] * H[i, j]
+        beta[j] = 0.0
+        if norm2 == 0.0:
+            continue
+        alpha = np.sqrt(norm2)
+        if H[j, j] > 0.0:
+            alpha = -alpha
+        # u = x - alpha e_1 (stored in place); beta = 1 / (alpha (alpha - x_1))
+        H[j, j] -= alpha
+        beta[j] = 1.0 / (alpha * (alpha - (H[j, j] + alpha)))
+        for c in range(j + 1, m):
+            s = 0.0
+            for i in range(j, n):
+                s += H[i, j] * H[i, c]
+            s *= beta[j]
+            for i in range(j, n):
+                H[i, c] -= s * H[i, j]
+    for i in range(n):
+        out[i] = z[i]
+    for j in range(k):  # out = P_k ... P_1 z
+        _reflect(H, beta, j, out)
+    for j in range(k):
+        out[j] = 0.0
+    for j in range(k - 1, -1, -1):  # out = P_1 ... P_k out
+        _reflect(H, beta, j, out)
+
+
+@njit(cache=True, nogil=True)
+def _reflect(H, beta, j, x):
+    """Apply the reflector ``I - beta_j u_j u_j^T`` (``u_j`` in ``H[j:, j]``) to ``x``."""
+    if beta[j] == 0.0:
+        return
+    s = 0.0
+    for i in range(j, x.shape[0]):
+        s += H[i, j] * x[i]
+    s *= beta[j]
+    for i in range(j, x.shape[0]):
+        x[i] -= s * H[i, j]
 
 
 def manipulability(J):

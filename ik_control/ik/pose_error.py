@@ -9,8 +9,12 @@ orientation; three forms (``ERROR_*`` codes):
   decoupled form of the SE(3) logarithm, matched to the LOCAL_WORLD_ALIGNED Jacobian.
 * ``se3``: ``log6(T_a^-1 T_d)`` (translation through the SE(3) left Jacobian), rotated into
   base axes; equals ``log3`` to first order.
-* ``sam``: SAM eq. (20) ``e_p = p_d - p_a`` and eq. (21)
-  ``e_o = 0.5 (n_a x n_d + o_a x o_d + a_a x a_d)`` with n, o, a the columns of R.
+* ``axis_cross``: SAM eq. (20) ``e_p = p_d - p_a`` and eq. (21)
+  ``e_o = 0.5 (n_a x n_d + o_a x o_d + a_a x a_d)`` with n, o, a the columns of R: the
+  half sum of the cross products of the frame axes (``sin`` of the angle for small
+  errors, not the angle). ``sam``, its earlier name, is accepted as a deprecated alias
+  (:data:`ERROR_MODE_ALIASES`): SAM also specifies the spline of eq. (20), which the
+  error mode alone is not.
 """
 
 import math
@@ -20,8 +24,15 @@ import numpy as np
 
 ERROR_LOG3 = 0
 ERROR_SE3 = 1
-ERROR_SAM = 2
-ERROR_MODES = {'log3': ERROR_LOG3, 'se3': ERROR_SE3, 'sam': ERROR_SAM}
+ERROR_AXIS_CROSS = 2
+ERROR_MODES = {'log3': ERROR_LOG3, 'se3': ERROR_SE3, 'axis_cross': ERROR_AXIS_CROSS}
+#: Deprecated error-mode names and the name each stands for (still accepted).
+ERROR_MODE_ALIASES = {'sam': 'axis_cross'}
+
+
+def error_mode_code(name):
+    """Return the ``ERROR_*`` code of error mode ``name`` (an alias too); KeyError if unknown."""
+    return ERROR_MODES[ERROR_MODE_ALIASES.get(name, name)]
 
 
 @njit(cache=True, nogil=True)
@@ -82,7 +93,7 @@ def pose_error(Ta, Td, mode, position_only, out, work):
     out[2] = Td[2, 3] - Ta[2, 3]
     if position_only:
         return
-    if mode == ERROR_SAM:
+    if mode == ERROR_AXIS_CROSS:
         # SAM eq. (21): sum over the columns n, o, a of R_a x R_d.
         ex = 0.0
         ey = 0.0

@@ -105,15 +105,23 @@ class PositionIk:
 
     def __init__(self, model, config=None, tolerance=1e-5, rotation_tolerance=1e-5,
                  max_iterations=100, stall_iterations=None, method='lm', settings=None,
-                 clock=time.perf_counter):
+                 clock=time.perf_counter, margin=0.0):
         if method not in METHODS:
             raise InputError(f"position IK method '{method}' is not one of {list(METHODS)}")
         for name, value in (('tolerance', tolerance), ('rotation_tolerance', rotation_tolerance)):
             if not np.isfinite(value) or value <= 0.0:
                 raise InputError(f'position IK {name} must be a finite number > 0, got {value}')
+        if not (np.isfinite(margin) and 0.0 <= margin
+                and np.all(2.0 * margin < model.upper - model.lower)):
+            raise InputError(f'position IK margin must be >= 0 and leave every joint a range, '
+                             f'got {margin}')
         self.model = model
         self.method = method
         self.clock = clock
+        # the search stays inside the limits less ``margin`` (a controller's position_margin)
+        self.margin = float(margin)
+        self._packed_f = (model.packed_f if margin == 0.0 else
+                          model.packed_within(model.lower + margin, model.upper - margin)[0])
         self.config = config or LAW_CONFIG
         self.solver = VelocitySolver(model, self.config)
         self.settings = settings or LmSettings()
@@ -151,7 +159,7 @@ class PositionIk:
         if rng is None:
             rng = self._rng = self._rng or np.random.default_rng()
         q = self._center if q_seed is None else np.clip(
-            np.asarray(q_seed, dtype=float), m.lower, m.upper)
+            np.asarray(q_seed, dtype=float), m.lower + self.margin, m.upper - self.margin)
         if q.shape != (m.nq,):
             raise InputError(f'q_seed must hold {m.nq} joint values')
         if self.method == 'law':
@@ -179,7 +187,7 @@ class PositionIk:
             budget = max(MIN_CHUNK, int(min(CHUNK_SECONDS, deadline - now)
                                         / self._seconds_per_iteration))
             before = 0.0 if first else S[bounded_lm.S_ITERATIONS]
-            status = bounded_lm.search(m.packed_f, m.packed_i, self._B, self._idx, targets,
+            status = bounded_lm.search(self._packed_f, m.packed_i, self._B, self._idx, targets,
                                        rng.random((count, m.nq)), q, first, budget)
             if status < 0:
                 raise InputError('targets and q_seed must be finite')
@@ -206,7 +214,7 @@ class PositionIk:
         iterations = 0
         restarts = 0
         while True:
-            it, ok, ep, er = iterate(m.packed_f, m.packed_i, self.solver.B, q, targets,
+            it, ok, ep, er = iterate(self._packed_f, m.packed_i, self.solver.B, q, targets,
                                      self.max_iterations, self.stall_iterations,
                                      self.tolerance, self.rotation_tolerance)
             iterations += it
@@ -217,7 +225,8 @@ class PositionIk:
                                                 and restarts >= max_restarts):
                 break
             restarts += 1
-            q = m.random_configurations(1, rng)[0]
+            q = m.random_configurations(1, rng)[0].clip(m.lower + self.margin,
+                                                        m.upper - self.margin)
         q_best = best[0]
         seconds = self.clock() - start
         ep, er = self.errors(q_best, targets)

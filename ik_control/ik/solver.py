@@ -14,7 +14,8 @@ One call does, in compiled code and without allocation (Buss sec. 2-6, SAM sec. 
 4. the law: transpose, pseudoinverse, DLS (fixed or adaptive damping), DLS via SVD, SDLS
    (:mod:`ik_control.ik.laws`);
 5. the nullspace term of SAM eq. (16) with joint centering (eq. 17-18) and/or the
-   manipulability gradient (:mod:`ik_control.ik.nullspace`);
+   manipulability gradient, through the exact (undamped) nullspace projector
+   (:mod:`ik_control.ik.nullspace`);
 6. ClampMaxAbs of the joint change (Buss sec. 8: "clamp the maximum angle change in a
    single update").
 
@@ -25,7 +26,7 @@ from dataclasses import asdict, dataclass, fields
 import math
 
 from ik_control.ik import laws, linalg, nullspace
-from ik_control.ik.pose_error import ERROR_MODES, pose_error
+from ik_control.ik.pose_error import ERROR_MODE_ALIASES, error_mode_code, ERROR_MODES, pose_error
 from ik_control.kinematics import kernels
 from ik_control.validation import InputError
 from numba import njit
@@ -51,7 +52,7 @@ class SolverConfig:
     adaptive_clamp: bool = False        # Buss's per-effector D_max,i after target jumps
     max_joint_step: float = 0.1         # largest joint change per update [rad]; 0 = off
     orientation_weight: float = 0.3     # weight of rotation rows [m/rad]
-    error_mode: str = 'log3'            # log3 | se3 | sam
+    error_mode: str = 'log3'            # log3 | se3 | axis_cross (sam: deprecated alias)
     alternate_jacobian: bool = False    # Buss's Jacobian at the target positions
     centering_gain: float = 0.0         # alpha of SAM eq. 17 for joint centering (eq. 18)
     manipulability_gain: float = 0.0    # alpha for the manipulability gradient
@@ -61,7 +62,7 @@ class SolverConfig:
         """Raise :class:`InputError` naming the first bad field."""
         if self.method not in METHODS:
             raise InputError(f"solver method '{self.method}' is not one of {sorted(METHODS)}")
-        if self.error_mode not in ERROR_MODES:
+        if self.error_mode not in ERROR_MODES and self.error_mode not in ERROR_MODE_ALIASES:
             raise InputError(f"error_mode '{self.error_mode}' is not one of {sorted(ERROR_MODES)}")
         for f in fields(self):
             value = getattr(self, f.name)
@@ -92,7 +93,7 @@ class SolverConfig:
         p[P_ADAPTIVE_CLAMP] = float(self.adaptive_clamp)
         p[P_MAX_STEP] = self.max_joint_step
         p[P_ORIENT_W] = self.orientation_weight
-        p[P_ERROR_MODE] = ERROR_MODES[self.error_mode]
+        p[P_ERROR_MODE] = error_mode_code(self.error_mode)
         p[P_ALTERNATE] = float(self.alternate_jacobian)
         p[P_CENTERING] = self.centering_gain
         p[P_MANIP] = self.manipulability_gain
@@ -121,7 +122,8 @@ INFO_SIGMA_MIN, INFO_LAMBDA2, INFO_STEP_CLAMPED, INFO_ERROR_CLAMPED, INFO_SIZE =
 def buffer_size(IX):
     """Length of the solver buffer ``B`` (see :func:`buffer_views`)."""
     ne, nq, m = IX[1], IX[2], IX[3]
-    return P_SIZE + 2 * kernels.work_size(IX) + m * m + 3 * m + 6 * nq + 4 * ne + INFO_SIZE + 9
+    return (P_SIZE + 2 * kernels.work_size(IX) + m * m + 3 * m + 6 * nq + 4 * ne + INFO_SIZE + 9
+            + nq * m + m)
 
 
 @njit(cache=True, nogil=True)
@@ -131,8 +133,9 @@ def buffer_views(IX, B):
 
     In order: P (configuration), W (kinematics workspace), dq, L, e, wm, wm2, wn, wn2, z,
     dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3, W2 (a second kinematics
-    workspace, for the manipulability gradient) and active (1 for a joint the step may
-    move, 0 for one held where it is).
+    workspace, for the manipulability gradient), active (1 for a joint the step may
+    move, 0 for one held where it is), and H (nq x m), beta (m): the work of the exact
+    nullspace projector (:func:`ik_control.ik.nullspace.project_nullspace`).
     """
     ne, nq, m = IX[1], IX[2], IX[3]
     ws = kernels.work_size(IX)
@@ -173,8 +176,12 @@ def buffer_views(IX, B):
     info = B[o:o + INFO_SIZE]
     o += INFO_SIZE
     active = B[o:o + nq]
+    o += nq
+    H = B[o:o + nq * m].reshape((nq, m))
+    o += nq * m
+    beta = B[o:o + m]
     return (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info,
-            R3, W2, active)
+            R3, W2, active, H, beta)
 
 
 @njit(cache=True, nogil=True)
@@ -220,7 +227,7 @@ def solve_step(F, IX, B, q, targets):
     (with ``dq`` zeroed) when ``q`` or ``targets`` holds NaN or infinite values.
     """
     (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3,
-     W2, active) = buffer_views(IX, B)
+     W2, active, ns_H, ns_beta) = buffer_views(IX, B)
     work = kernels.work_views(IX, W)
     q_tree, joint_T, frame_T, points, J, tmp = work
     model = kernels.model_views(F, IX)
@@ -344,7 +351,7 @@ def solve_step(F, IX, B, q, targets):
                 z[i] += m_gain * wn[i]
         for i in range(nq):
             z[i] *= active[i]
-        nullspace.project_nullspace(J, L, z, dq_ns, wm, wn2)
+        nullspace.project_nullspace(J, z, dq_ns, ns_H, ns_beta)
         for i in range(nq):
             dq[i] += dq_ns[i]
 

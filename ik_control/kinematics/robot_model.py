@@ -431,14 +431,19 @@ class RobotModel:
         self.task_offsets = tuple(offsets)
         self.task_dim = len(rows_frame)
         self.task_is_pose = np.array([e.mode == 'pose' for e in ees], dtype=np.bool_)
-        self.packed_f, self.packed_i = kernels.pack_model(
-            self.parent, self.placement, self.axis, self.kind, self.ctrl_index, self.multiplier,
-            self.offset, self.q_locked, self.frame_joint, self.frame_placement, self.base_inv,
-            self.support, self.row_frame, self.row_component, self.lower, self.upper)
+        self.packed_f, self.packed_i = self.packed_within(self.lower, self.upper)
         unmoved = [e.frame for e, s in zip(ees, self.support)
                    if not np.any(self.ctrl_index[s] >= 0)]
         if unmoved:
             raise ModelError(f'end effectors {unmoved} are not moved by any controlled joint')
+
+    def packed_within(self, lower, upper):
+        """Return the packed model for the kernels, with position limits ``lower``/``upper``."""
+        return kernels.pack_model(
+            self.parent, self.placement, self.axis, self.kind, self.ctrl_index, self.multiplier,
+            self.offset, self.q_locked, self.frame_joint, self.frame_placement, self.base_inv,
+            self.support, self.row_frame, self.row_component, np.asarray(lower, dtype=float),
+            np.asarray(upper, dtype=float))
 
     # ------------------------------------------------------------------ queries
     @property
