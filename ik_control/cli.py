@@ -23,11 +23,16 @@ def _solve(args):
     from ik_control.kinematics.dh_file import robot_description
     from ik_control.validation import pose_matrix
 
-    mode = 'pose' if args.quat is not None else 'position'
+    tips, xyzs, quats = args.tip, args.xyz, args.quat or []
+    if len(xyzs) != len(tips) or len(quats) not in (0, len(tips)):
+        raise InputError(f'give one --xyz for each of the {len(tips)} --tip, and one --quat '
+                         'for each or none (position only)')
+    mode = 'pose' if quats else 'position'
     model = RobotModel.from_urdf(robot_description(args.urdf), base_frame=args.base,
-                                 end_effectors=[(args.tip, mode)],
+                                 end_effectors=[(tip, mode) for tip in tips],
                                  joints=args.joints.split(',') if args.joints else None)
-    target = pose_matrix(args.xyz, args.quat)[None]
+    target = np.array([pose_matrix(xyz, quats[i] if quats else None)
+                       for i, xyz in enumerate(xyzs)])
     seed = None
     if args.seed_q is not None:
         from ik_control.validation import finite_vector
@@ -172,7 +177,8 @@ def _bench_buss(args):
 def _bench_step(args):
     from ik_control.bench import step
 
-    results = step.run(samples=args.samples, progress=None if args.json else _progress)
+    results = step.run(samples=args.samples, robot_names=tuple(args.robot or step.ROBOTS),
+                       progress=None if args.json else _progress)
     _emit(args, 'step', results, step.table(results))
     return 0
 
@@ -188,7 +194,27 @@ def _bench_loop(args):
     return 0
 
 
+def _constraint_controller_demo(args):
+    from ik_control import constraint_demo
+
+    if args.robot != 'simon':
+        print('ik_control demo: --task constraint is on --robot simon (its right palm on a '
+              'plane)', file=sys.stderr)
+        return EXIT_USAGE
+    if not args.seconds > 0:
+        raise InputError('--seconds must be positive')
+    results = constraint_demo.run_controller(args.seconds, progress=_progress)
+    plot = args.plot or 'demo_simon_constraint.png'
+    os.makedirs(os.path.dirname(plot) or '.', exist_ok=True)
+    constraint_demo.plot(results, plot, 'SIMON through the controller: right palm kept on '
+                         'the table plane')
+    print(f'{constraint_demo.controller_table(results)}\nplot: {plot}')
+    return 0
+
+
 def _demo(args):
+    if args.task == 'constraint':
+        return _constraint_controller_demo(args)
     if (args.task == 'paint') != (args.robot == 'sam9'):
         print("ik_control demo: --task paint is SAM's example on --robot sam9 (and sam9 has "
               'no other task)', file=sys.stderr)
@@ -256,7 +282,7 @@ def _bench_style(args):
     if args.pitches < 0 or not args.kp > 0:
         raise InputError('--pitches must be >= 0 and --kp positive')
     results = style.run(count=args.count, ccd_speed=args.ccd_speed, executor=args.executor,
-                        pitches=args.pitches, kp=args.kp,
+                        pitches=args.pitches, kp=args.kp, limits=args.limits,
                         progress=None if args.json else _progress)
     png = style.plot(results, os.path.join(_output_dir(args), 'style.png'))
     data = style.to_json(results)
@@ -323,6 +349,26 @@ def _bench_soak(args):
     return 0 if results['violations'] == 0 and results['crashes'] == 0 else 1
 
 
+def _bench_reach(args):
+    from ik_control.bench import reach
+
+    if args.goals < 1:
+        raise InputError('--goals must be positive')
+    cases = {}
+    for strategy in args.strategy or ['joint']:
+        for gain in args.centering_gain or [None]:
+            overrides = {'fallback.strategy': strategy}
+            label = f'fallback {strategy}'
+            if gain is not None:
+                overrides['nullspace.centering_gain'] = gain
+                label += f', centering {gain:g}'
+            cases[label] = overrides
+    results = reach.run(tuple(args.robot or reach.ROBOTS), args.goals, args.seed, cases,
+                        progress=None if args.json else _progress)
+    _emit(args, 'reach', results, reach.table(results))
+    return 0 if all(r['reached_percent'] >= 99.5 for r in results['results']) else 1
+
+
 def _bench_hal(args):
     from ik_control.bench import hal
 
@@ -354,16 +400,20 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='ik_control', description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest='command', required=True)
 
-    solve = sub.add_parser('solve', help='position IK for one frame of a URDF')
+    solve = sub.add_parser('solve', help='position IK for frames of a URDF (one or several '
+                           'end effectors)')
     solve.add_argument('--urdf', required=True, help='URDF file or DH file (.yaml)')
     solve.add_argument('--base', default=None, help='base frame (default: the model root)')
-    solve.add_argument('--tip', required=True, help='end-effector frame')
-    solve.add_argument('--xyz', nargs=3, type=float, required=True, metavar=('X', 'Y', 'Z'),
-                       help='target position in the base frame [m]')
-    solve.add_argument('--quat', nargs=4, type=float, metavar=('QX', 'QY', 'QZ', 'QW'),
+    solve.add_argument('--tip', required=True, action='append',
+                       help="end-effector frame (repeat for several, e.g. both of SIMON's "
+                       'hands: one --xyz and --quat each, in the same order)')
+    solve.add_argument('--xyz', nargs=3, type=float, required=True, action='append',
+                       metavar=('X', 'Y', 'Z'), help='target position in the base frame [m]')
+    solve.add_argument('--quat', nargs=4, type=float, action='append',
+                       metavar=('QX', 'QY', 'QZ', 'QW'),
                        help='target orientation (unit quaternion x y z w); none: position only')
-    solve.add_argument('--joints', help='comma-separated controlled joints (default: the chain '
-                       'from --base to --tip)')
+    solve.add_argument('--joints', help='comma-separated controlled joints (default: the '
+                       'chains from --base to the tips)')
     solve.add_argument('--seed-q', nargs='+', type=float, help='initial joint values [rad]')
     solve.add_argument('--timeout-ms', type=float, default=50.0, help='time budget [ms]')
     solve.add_argument('--tolerance', type=float, default=1e-5,
@@ -371,8 +421,11 @@ def build_parser():
     solve.add_argument('--random-seed', type=int, default=None, help='seed for restarts')
     solve.add_argument('--method', choices=('lm', 'ccd', 'hal', 'analytic'), default='lm',
                        help='lm: Levenberg-Marquardt (default); ccd: cyclic coordinate '
-                            'descent; hal: human-arm closed form + 3 refinement steps; '
-                            'analytic: closed form only (planar two-link or 7-DoF arm)')
+                            'descent (several tips: swept together); hal: human-arm closed '
+                            'form + 3 refinement steps; analytic: closed form only (planar '
+                            "two-link or 7-DoF arm); hal and analytic solve each tip's "
+                            '7-joint arm, the other joints held at the seed (--seed-q, '
+                            'default mid-range)')
     solve.add_argument('--json', action='store_true', help='print JSON')
     solve.set_defaults(func=_solve)
 
@@ -417,6 +470,9 @@ def build_parser():
     b.set_defaults(func=_bench_buss)
     s = bsub.add_parser('step', help='microseconds per control update vs pink')
     s.add_argument('--samples', type=int, default=20000)
+    s.add_argument('--robot', action='append', metavar='ROBOT',
+                   help='bundled robot (wam, simon, simon_right_arm) or DH file (.yaml, e.g. '
+                        'config/robots/sam9.yaml); repeatable (default: wam and simon)')
     s.add_argument('--json', action='store_true')
     s.add_argument('--output-dir', default='bench_results')
     s.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
@@ -438,12 +494,12 @@ def build_parser():
     lp.set_defaults(func=_bench_loop)
 
     ik = bsub.add_parser('ik', help="position IK solve rate and time vs peers (TRAC-IK's method)")
-    ik.add_argument('--robot', action='append',
-                    choices=('wam', 'simon_right_arm', 'panda', 'ur5', 'kinova', 'talos', 'pr2'),
+    ik.add_argument('--robot', action='append', metavar='ROBOT',
                     help='robot to run (repeatable; default: wam, simon_right_arm and panda; '
-                         'ur5, kinova, talos, pr2: arms of example-robot-data)')
+                         'ur5, kinova, talos, pr2: arms of example-robot-data; or a DH file, '
+                         'e.g. config/robots/sam9.yaml: base_link to tool, all joints)')
     ik.add_argument('--urdf', action='append', metavar='FILE',
-                    help='any URDF (repeatable, with one --base and --tip each)')
+                    help='any URDF or DH file (repeatable, with one --base and --tip each)')
     ik.add_argument('--base', action='append', metavar='FRAME', help='base frame of --urdf')
     ik.add_argument('--tip', action='append', metavar='FRAME',
                     help='tip frame of --urdf (controlled: the chain from --base to --tip)')
@@ -486,6 +542,11 @@ def build_parser():
     st.add_argument('--executor', choices=('mujoco', 'kinematic'), default='mujoco',
                     help='where the trajectories run: MuJoCo SIMON at 1 kHz (default) or '
                          'the commands themselves')
+    st.add_argument('--limits', action=argparse.BooleanOptionalAction, default=True,
+                    help="run both methods within SIMON's limits, slowed down alike, through "
+                         "ik_controller's joint-trajectory law, the robot's saturation on "
+                         '(default); --no-limits: each at its own speed, limits off (the '
+                         'earlier measurement)')
     st.add_argument('--json', action='store_true', help='print JSON instead of the table')
     st.add_argument('--output-dir', default='bench_results',
                     help='where style.json and style.png go (default: bench_results)')
@@ -541,6 +602,24 @@ def build_parser():
                     help='write <output-dir>/fuzz.json (default: yes)')
     fz.set_defaults(func=_bench_fuzz)
 
+    rc = bsub.add_parser('reach', help='the controller core from random states to random '
+                         'reachable pose goals: reached %%, time, position-IK fallbacks, '
+                         'peak speed and acceleration')
+    rc.add_argument('--robot', action='append', choices=('wam', 'simon'),
+                    help='robot (repeatable; default: both)')
+    rc.add_argument('--goals', type=int, default=1000, help='goals per robot and case')
+    rc.add_argument('--seed', type=int, default=0, help='seed of the start states and goals')
+    rc.add_argument('--strategy', action='append', choices=('joint', 'posture', 'off'),
+                    help='fallback.strategy to run (repeatable; default: joint)')
+    rc.add_argument('--centering-gain', action='append', type=float,
+                    help='nullspace.centering_gain [rad^2/s] (repeatable; default: the '
+                    "config's)")
+    rc.add_argument('--json', action='store_true', help='print JSON instead of the table')
+    rc.add_argument('--output-dir', default='bench_results', help='where reach.json goes')
+    rc.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                    help='write <output-dir>/reach.json (default: yes)')
+    rc.set_defaults(func=_bench_reach)
+
     soak = bsub.add_parser('soak', help='the controller at its configured rate for minutes, '
                            'goals every 50 ms: rate, jitter, RSS growth, violations, losses')
     soak.add_argument('--minutes', type=float, default=10.0,
@@ -581,13 +660,19 @@ def build_parser():
                           'goals, a summary table and a plot')
     demo.add_argument('--robot', choices=('wam', 'simon', 'sam9'), default='wam',
                       help='bundled robot (default: wam); sam9: SAM Table 1, with --task paint')
-    demo.add_argument('--task', choices=('goals', 'paint'), default='goals',
+    demo.add_argument('--task', choices=('goals', 'paint', 'constraint'), default='goals',
                       help='goals: the goal sequence on sim_robot + ik_controller (default); '
-                      "paint: SAM's spray-painting example (the same as `ik_control paint`)")
+                      "paint: SAM's spray-painting example (the same as `ik_control paint`); "
+                      "constraint: SIMON's right palm kept on a table plane by the "
+                      "controller's constraints while its goal circles above and below it "
+                      '(ROS-free: the controller core and a kinematic SIMON at 1 kHz)')
     demo.add_argument('--backend', choices=('kinematic', 'mujoco'), default='kinematic',
                       help='sim_robot backend (default: kinematic)')
     demo.add_argument('--plot', metavar='FILE', default=None,
-                      help='PNG to write (default: demo_<robot>.png in the current directory)')
+                      help='PNG to write (default: demo_<robot>.png in the current directory; '
+                      'demo_simon_constraint.png for --task constraint)')
+    demo.add_argument('--seconds', type=float, default=8.0,
+                      help='--task constraint: duration [s] (default: 8, two goal circles)')
     demo.set_defaults(func=_demo)
 
     mv = sub.add_parser('move', help='send a MoveToPose goal to a running ik_controller; '

@@ -12,13 +12,17 @@ the functions that build launch actions, never at module import, so the rest of 
 module (URDF and parameter-file helpers) works, and is tested, without them.
 
 * :func:`bringup_description`: ``wam.launch.py`` and ``simon.launch.py`` (arguments
-  ``sim``, ``backend``, ``rate_hz``).
+  ``urdf``, ``sim``, ``backend``, ``rate_hz``); ``urdf`` may be a DH file
+  (``urdf:=config/robots/sam9.yaml``), whose URDF :func:`bringup_robot` writes.
 * :func:`gazebo_description`: ``gazebo.launch.py`` (argument ``robot``).
 """
 
+import os
 from xml.etree import ElementTree
 
+from ik_control.kinematics.dh_file import is_dh_file, load_dh_file
 from ik_control.robots import data_path, PACKAGE, share_directory
+from ik_control.validation import ModelError
 
 FIND_PACKAGE = '$(find ' + PACKAGE + ')'
 CONTROLLER = 'ik_controller'
@@ -147,6 +151,50 @@ def parse_rate(text):
     return rate
 
 
+def robot_file(value):
+    """
+    Return the path of launch argument ``urdf``: a URDF file or a DH file (``.yaml``).
+
+    An absolute path is taken as it is; a relative one is looked up in the current
+    directory, then in the package share directory (``urdf/wam.urdf``,
+    ``config/robots/sam9.yaml``).
+    """
+    path = os.path.expanduser(str(value).strip())
+    if not path:
+        raise ValueError('launch argument urdf must name a URDF file or a DH file (.yaml)')
+    if os.path.isfile(path):
+        return os.path.abspath(path)
+    if not os.path.isabs(path):
+        try:
+            return package_file(path)
+        except ModelError:
+            pass
+    raise ValueError(f"launch argument urdf: '{value}' is neither a file nor a file of "
+                     f'the package ({share_directory()})')
+
+
+def bringup_robot(path):
+    """
+    Return ``(URDF text, ik_controller overrides, sim_robot overrides)`` of a robot file.
+
+    A URDF file is read as it is, and the parameter file's robot set-up applies (no
+    overrides). A DH file (:mod:`ik_control.kinematics.dh_file`) becomes the URDF text
+    ``load_dh_file(path).urdf()``, and brings its own set-up, which replaces the parameter
+    file's: base frame its ``base_link``, one 6-D pose task at its ``tool_link``, all its
+    joints controlled and simulated, the simulated robot starting at the middle of the
+    joint limits [rad or m].
+    """
+    if not is_dh_file(path):
+        return read_text(path), {}, {}
+    dh = load_dh_file(path)
+    joints = list(dh.joint_names)
+    controller = {'base_frame': dh.base_link, 'end_effectors': [dh.tool_link],
+                  'end_effector_modes': ['pose'], 'joints': joints}
+    sim = {'joints': joints,
+           'initial_positions': [0.5 * (row.lower + row.upper) for row in dh.rows]}
+    return dh.urdf(), controller, sim
+
+
 def _string_parameter(text):
     """Return a parameter value that launch_ros passes on as a string, never as YAML."""
     from launch_ros.parameter_descriptions import ParameterValue
@@ -161,8 +209,13 @@ def bringup_description(urdf, params):
     Return the LaunchDescription of a bringup (``wam.launch.py``, ``simon.launch.py``).
 
     ``urdf`` and ``params`` are paths relative to the package share directory (e.g.
-    ``urdf/wam.urdf``, ``config/wam.yaml``). Arguments:
+    ``urdf/wam.urdf``, ``config/wam.yaml``); ``urdf`` is the default of the ``urdf``
+    argument. Arguments:
 
+    * ``urdf`` (the robot's URDF): the robot, a URDF file or a DH file (``.yaml``), as
+      :func:`robot_file` finds it. A DH file's URDF is generated
+      (``load_dh_file(path).urdf()``) and its set-up replaces the parameter file's
+      (:func:`bringup_robot`); a URDF goes with the parameter file's set-up.
     * ``sim`` (``true``): also start ``sim_robot``, the embedded simulated robot. With
       ``false`` the controller drives the real robot: its ``output_topic``
       (``joint_trajectory_controller/joint_trajectory``) is the topic of the robot's
@@ -174,7 +227,8 @@ def bringup_description(urdf, params):
     * ``rate_hz`` (default from the parameter file): the controller's rate [Hz].
 
     Always started: robot_state_publisher (TF of the robot from ``joint_states``) and
-    ``ik_controller``, both given the URDF as ``robot_description``.
+    ``ik_controller``, both given the URDF text as ``robot_description`` (as is
+    ``sim_robot``).
     """
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -182,6 +236,11 @@ def bringup_description(urdf, params):
     defaults_controller = node_parameters(package_file(params), CONTROLLER)
     defaults_sim = node_parameters(package_file(params), SIM_ROBOT)
     return LaunchDescription([
+        DeclareLaunchArgument(
+            'urdf', default_value=urdf,
+            description='Robot: a URDF file or a DH file (.yaml, e.g. '
+                        'config/robots/sam9.yaml: its URDF is generated); relative paths: '
+                        'the current directory, then the package share.'),
         DeclareLaunchArgument(
             'sim', default_value='true', choices=['true', 'false'],
             description='true: start the simulated robot (sim_robot); false: command the '
@@ -193,11 +252,11 @@ def bringup_description(urdf, params):
         DeclareLaunchArgument(
             'rate_hz', default_value=str(defaults_controller.get('rate_hz', '')),
             description='Control rate of ik_controller [Hz].'),
-        OpaqueFunction(function=bringup_actions, args=[urdf, params]),
+        OpaqueFunction(function=bringup_actions, args=[params]),
     ])
 
 
-def bringup_actions(context, urdf, params):
+def bringup_actions(context, params):
     """Return the nodes of a bringup for the launch arguments in ``context``."""
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
@@ -206,8 +265,10 @@ def bringup_actions(context, urdf, params):
     backend = LaunchConfiguration('backend').perform(context)
     rate_text = LaunchConfiguration('rate_hz').perform(context).strip()
     params_file = package_file(params)
-    description = _string_parameter(read_text(package_file(urdf)))
-    overrides = {'robot_description': description}
+    urdf_text, robot_controller, robot_sim = bringup_robot(
+        robot_file(LaunchConfiguration('urdf').perform(context)))
+    description = _string_parameter(urdf_text)
+    overrides = {'robot_description': description, **robot_controller}
     if rate_text:  # empty: the parameter file's rate
         overrides['rate_hz'] = parse_rate(rate_text)
 
@@ -222,7 +283,8 @@ def bringup_actions(context, urdf, params):
         actions.append(
             Node(package='ik_control', executable='sim_robot', name=SIM_ROBOT,
                  parameters=[params_file,
-                             {'robot_description': description, 'backend': backend}],
+                             {'robot_description': description, 'backend': backend,
+                              **robot_sim}],
                  output='screen'))
     return actions
 

@@ -4,13 +4,14 @@ The robots this package brings: where their files are, and their standard set-up
 ``urdf_path('wam')`` finds ``urdf/wam.urdf`` in the installed share directory (through
 ament_index where a ROS installation or the ament wheels provide it) or in the source
 tree (``pip install -e .``). ``robot('wam')`` returns a :class:`RobotModel` with the
-controlled joints, base frame and end effectors that ``config/wam.yaml`` uses.
+controlled joints, base frame and end effectors that ``config/wam.yaml`` uses;
+``load(name_or_dh_file)`` also takes a robot written as a DH file (``config/robots``).
 """
 
 from dataclasses import dataclass
 import os
 
-from ik_control.validation import ModelError
+from ik_control.validation import InputError, ModelError
 import numpy as np
 
 PACKAGE = 'ik_control'
@@ -93,3 +94,29 @@ def robot(name, **overrides):
 def ready_pose(name):
     """Return the ready configuration of bundled robot ``name`` [rad], controlled-joint order."""
     return np.array(SETUPS[name].ready, dtype=float)
+
+
+def load(robot_or_file, **overrides):
+    """
+    Return ``(RobotModel, start pose)`` of a bundled robot name or a DH file (``.yaml``).
+
+    A bundled robot (:data:`SETUPS`) comes with its set-up and ready pose [rad]. A DH file
+    (:mod:`ik_control.kinematics.dh_file`) becomes the model of its URDF
+    (``load_dh_file(path).urdf()``, as every node and command reads it), all joints
+    controlled, one 6-D pose task from its ``base_link`` to its ``tool_link``, starting at
+    the middle of its joint limits [rad or m]. ``overrides`` replace the set-up's
+    :class:`RobotModel` arguments (``end_effectors``, ``joints``, ``base_frame``).
+    """
+    from ik_control.kinematics import RobotModel
+    from ik_control.kinematics.dh_file import is_dh_file, load_dh_file
+
+    if is_dh_file(robot_or_file):
+        dh = load_dh_file(robot_or_file)
+        kwargs = {'base_frame': dh.base_link, 'end_effectors': [dh.tool_link]}
+        kwargs.update(overrides)
+        model = RobotModel.from_urdf(dh.urdf(), **kwargs)
+        return model, np.array(model.center, dtype=float)
+    if robot_or_file in SETUPS:
+        return robot(robot_or_file, **overrides), ready_pose(robot_or_file)
+    raise InputError(f"robot '{robot_or_file}' is neither a bundled robot "
+                     f'({sorted(SETUPS)}) nor a DH file (.yaml)')

@@ -9,7 +9,8 @@ Import from test modules (``from ros_helpers import ...``); pytest puts the
   random one, or drawn at random in 1..100 and exported before rclpy.init).
 * :class:`RosTestContext`: an rclpy context with one test node and executor,
   ``spin_until(predicate, timeout)``.
-* :class:`Collector`: a subscription that keeps the messages it received.
+* :class:`Collector`: a subscription that keeps the messages it received;
+  ``current()`` waits for one stamped after the question.
 * :class:`NodeProcess`: launch ``python -m <module> --ros-args ...`` as a
   subprocess, stop it with SIGINT (then SIGKILL), read its output.
 """
@@ -28,6 +29,12 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# A message's delivery latency plus a tick's lateness on a starved 2-core machine: what a
+# timing bound in a node test allows beyond the logic's own (10x the worst seen: ticks 20 ms
+# late in a loaded soak) [s].
+SCHEDULING_SLACK = 0.2
 
 
 def domain_id() -> int:
@@ -145,6 +152,23 @@ class Collector:
             return found[0]
         raise TimeoutError('no matching message within %.1f s; last: %r'
                            % (timeout, self.last))
+
+    def current(self, timeout: float = 5.0):
+        """
+        Return the first message whose ``header.stamp`` is at or after this call.
+
+        Not the next one queued: on a loaded machine this process may take a node's
+        messages a second late (measured: 0.38 s), and what a node published before
+        the question (the robot before a goal was reached, commands before a restart)
+        is not its answer. Stamps and this node's clock are the same system clock.
+        """
+        now = 1e-9 * self.ctx.node.get_clock().now().nanoseconds
+        return self.wait(lambda m: stamp_seconds(m) >= now, timeout)
+
+
+def stamp_seconds(msg) -> float:
+    """Return ``msg.header.stamp`` in seconds."""
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
 class NodeProcess:

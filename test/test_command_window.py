@@ -85,3 +85,34 @@ def test_a_later_window_continues_every_earlier_one_up_to_its_horizon(seed):
                 np.testing.assert_allclose(window[1][0], q_old, rtol=0, atol=1e-9)
                 np.testing.assert_allclose(window[2][0], v_old, rtol=0, atol=1e-7)
         sent = [s for s in sent if s[2] >= now] + [(now, window, committed)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1))
+def test_joints_braking_to_their_bounds_with_stops_microseconds_apart_stay_inside(seed):
+    # Every joint brakes at its own limit exactly onto its bound, the stops clustered
+    # within a few TIME_RESOLUTIONs: their knots are spread out, but no joint may travel
+    # further for it. (Moving each stop to its knot with a gentler deceleration commanded
+    # up to 3e-7 rad past the bound; the 10-minute SIMON soak counted 5 such points.)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 8))
+    lower, upper = -np.ones(n), np.ones(n)
+    margin = 0.02
+    a_max = rng.uniform(1, 20, n)
+    stop = rng.uniform(0.01, 0.3)
+    t_stop = stop + rng.uniform(0, 3e-6, n)  # [s], distinct stops closer than 1 us
+    v = a_max * t_stop * rng.choice([-1.0, 1.0], n)
+    bound = np.where(v > 0, upper - margin, lower + margin)
+    q = bound - v * t_stop / 2  # braking at a_max ends exactly on the bound
+    path = CommandWindow(lower, upper)
+    path.reset(0.0, q, v, a_max, margin)
+    times, tail_q, tail_v = path.tail()
+    assert np.all(np.diff(times) > 0.0) and times[0] > 0.0
+    np.testing.assert_array_equal(tail_v[-1], 0.0)
+    assert np.all(tail_q >= lower + margin - 1e-12) and np.all(tail_q <= upper - margin + 1e-12)
+    window = path.window(0.0)
+    dv = np.abs(np.diff(window[2], axis=0)) / np.diff(window[0])[:, None]
+    assert np.all(dv <= a_max * (1 + 1e-9))
+    fine_t = np.concatenate([np.linspace(a, b, 50) for a, b in zip(window[0], window[0][1:])])
+    fine_q = np.array([sample_points(*window, x)[0] for x in fine_t])
+    assert np.all(fine_q >= lower + margin - 1e-12) and np.all(fine_q <= upper - margin + 1e-12)

@@ -14,8 +14,10 @@ import time
 
 from ik_control import robots
 from ik_control.ros import demo
+import numpy as np
 import pytest
-from ros_helpers import REPO_ROOT, ros_env
+from ros_helpers import REPO_ROOT, ros_env, RosTestContext
+from sensor_msgs.msg import JointState
 
 DEMO_TIMEOUT = 120.0  # the demo takes ~30 s; the bound only catches a hang [s]
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
@@ -60,16 +62,35 @@ def _demo_nodes():
 
 @pytest.fixture(scope='module')
 def wam_demo(tmp_path_factory):
-    plot = str(tmp_path_factory.mktemp('demo') / 'wam.png')
+    """
+    Run the demo; meanwhile record its robot's joint_states here, over DDS.
+
+    Returns the demo's result (``returncode``, ``stdout``, ``stderr``), the plot's path,
+    the run's duration [s] and the joint_states this process received: the robot's
+    motion as a user's own subscriber sees it, judged without the demo's own report.
+    """
+    folder = tmp_path_factory.mktemp('demo')
+    plot = str(folder / 'wam.png')
     start = time.monotonic()
-    result = subprocess.run(_demo_command(plot), env=ros_env(), cwd=REPO_ROOT,
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                            timeout=DEMO_TIMEOUT)
-    return result, plot, time.monotonic() - start
+    with RosTestContext('demo_observer') as ctx, open(folder / 'out.txt', 'w+') as out, \
+            open(folder / 'err.txt', 'w+') as err:
+        states = ctx.collect(JointState, f'{demo.NAMESPACE}/joint_states', 1000)
+        proc = subprocess.Popen(_demo_command(plot), env=ros_env(), cwd=REPO_ROOT,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True)
+        try:
+            ctx.spin_until(lambda: proc.poll() is not None, DEMO_TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+    return result, plot, time.monotonic() - start, states.messages
 
 
 def test_demo_exits_0_and_every_goal_behaves_as_expected(wam_demo):
-    result, _, _ = wam_demo
+    result = wam_demo[0]
     assert result.returncode == 0, result.stderr[-3000:]
     rows = _parse_summary(result.stdout)
     steps = demo.wam_steps(robots.robot('wam'))
@@ -91,8 +112,37 @@ def test_demo_exits_0_and_every_goal_behaves_as_expected(wam_demo):
     assert 'joints inside their limits throughout: yes' in result.stdout
 
 
+def test_the_robot_stays_inside_its_urdf_limits_as_measured_by_another_subscriber(wam_demo):
+    """
+    The demo's robot, judged from its joint_states as this process received them.
+
+    Positions inside the URDF's limits (pinocchio's model of urdf/wam.urdf, not the
+    package's), speeds over 10 ms spans within 1.05x its velocity limits
+    (MotionMeter), and the motion real: hundreds of samples, the arm moved over 1 rad.
+    A demo whose own check were wrong (or skipped) could print 'yes' over a robot that
+    left its limits; this test would see it.
+    """
+    import pinocchio as pin
+    from ik_control.control.motion_meter import MotionMeter
+    model = pin.buildModelFromUrdf(robots.urdf_path('wam'))
+    names = [model.names[j] for j in range(1, model.njoints)]
+    lower, upper = model.lowerPositionLimit, model.upperPositionLimit
+    msgs = wam_demo[3]
+    assert len(msgs) > 1000, f'{len(msgs)} joint_states received'
+    q = np.array([[dict(zip(m.name, m.position))[n] for n in names] for m in msgs])
+    t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
+    assert np.all(q >= lower) and np.all(q <= upper), (
+        f'closest to a bound: {np.min(np.minimum(q - lower, upper - q)):.3g} rad')
+    assert np.max(np.ptp(q, axis=0)) > 1.0
+    meter = MotionMeter(model.velocityLimit, np.full(len(names), np.inf))
+    for stamp, positions in zip(t, q):
+        meter.add(stamp, positions)
+    print(f'{len(msgs)} joint_states: span speed {meter.span_speed_ratio:.3f} of the limit')
+    assert meter.span_speed_ratio <= 1.05
+
+
 def test_demo_writes_a_png_plot(wam_demo):
-    _, plot, _ = wam_demo
+    plot = wam_demo[1]
     with open(plot, 'rb') as f:
         data = f.read()
     assert data[:8] == PNG_SIGNATURE

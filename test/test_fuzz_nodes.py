@@ -41,8 +41,15 @@ def test_fuzzing_a_running_pair_commands_nothing_unsafe():
     assert results['violations'] == 0, results['violation_examples']
     assert results['quiet_windows']['checked'] >= 1
     assert results['quiet_windows']['commands'] > 0
+    # a malformed message superseded on its topic before a tick is not counted, so the
+    # total only bounds; each kind is counted on its own in the test below
     assert 0 < results['refused_counted_by_node'] <= results['malformed_sent']
     assert results['commands_checked'] > 500
+    # the robot itself (its own joint_states, positions over stamps) never moved faster
+    # than its limits: bench soak's goal (issue #9), 5 % for stamp rounding
+    motion = results['measured_motion']
+    assert motion['samples'] > 500
+    assert max(motion['step_speed_ratio'], motion['span_speed_ratio']) <= 1.05, motion
     # one tick per joint_states message at most: refused states trigger no tick
     assert results['commands_per_state'] < 1.1
     assert 'BAD_INPUT' in results['status_codes_seen']
@@ -245,3 +252,107 @@ def test_parameters_that_could_move_the_arm_faster_are_range_checked(pair):
                             request).results[0]
         assert not result.successful and result.reason, (name, value)
     assert probe.controller_parameters(names) == before
+
+
+# what the controller's refusal of each malformed kind says (its last_refusal)
+REFUSALS = {
+    'joint_states': {'length_mismatch': 'names but', 'missing_joint': 'lacks controlled joints',
+                     'duplicate_joint': 'twice', 'unknown_joints': 'lacks controlled joints',
+                     'nan_position': 'positions contain NaN or infinite',
+                     'inf_position': 'positions contain NaN or infinite',
+                     'huge_position': 'outside its limits', 'outside_limits': 'outside its limits',
+                     'empty': 'lacks controlled joints'},
+    'pose': {'nan_position': 'position contains NaN or infinite',
+             'inf_position': 'position contains NaN or infinite',
+             'zero_quaternion': 'orientation is not normalised (norm 0)',
+             'unnormalised_quaternion': 'orientation is not normalised',
+             'nan_quaternion': 'orientation contains NaN or infinite',
+             'unknown_frame': "'no_such_frame'"},
+    'twist': {'nan_linear': 'twist linear contains NaN or infinite',
+              'inf_angular': 'twist angular contains NaN or infinite',
+              'huge': 'twist components must be within', 'unknown_frame': "not 'no_such_frame'",
+              'stamp_far_past': 'stamp is', 'stamp_far_future': 'stamp is'},
+    'obstacles': {'nan_position': 'position contains NaN or infinite',
+                  'zero_size': 'must be finite and > 0', 'negative_size': 'must be finite and > 0',
+                  'inf_size': 'must be finite and > 0', 'huge_size': 'exceeds',
+                  'zero_quaternion': 'orientation is not normalised (norm 0)',
+                  'unnormalised_quaternion': 'orientation is not normalised',
+                  'unknown_frame': "'no_such_frame'", 'unsupported_type': 'not an obstacle shape',
+                  'unknown_action': 'unknown marker action',
+                  'too_many_markers': 'markers in one message'},
+}
+
+
+def _malformed(factory, kind):
+    """(ee, message) of malformed ``kind`` (topic, fault), made now (a fresh stamp)."""
+    while True:
+        topic, ee, msg, fault = factory.malformed()
+        if (topic, fault) == kind:
+            return ee, msg
+
+
+def test_every_kind_of_malformed_message_is_refused_and_counted_on_its_own(pair):
+    """
+    The fuzzer's malformed kinds one at a time, the refusal counter read between them.
+
+    A goal or obstacle message is sent once: it must add exactly one refusal, for its own
+    reason (a newer message that could supersede it is not sent until it is counted). A
+    joint_states message competes with the simulated robot's at 500 Hz, and the
+    controller reads the newest per tick: it is published every 10 ms until the counter
+    moves (at most 5 s), i.e. until a tick has read it. Throughout, every command must be
+    the steady one: a kind taken instead of refused (a state re-seeds the command, an
+    obstacle beside the arm pushes it, a goal moves it) changes it.
+    """
+    from ik_control.ros import fuzz
+    import numpy as np
+    from ros_helpers import SCHEDULING_SLACK
+
+    ns, probe = pair
+    factory = fuzz.MessageFactory(robots.robot('wam'), np.random.default_rng(7))
+    kinds = sorted(factory.faults)
+    assert {(t, f) for t in REFUSALS for f in REFUSALS[t]} == set(kinds)
+    steady = fuzz._settle(probe, None)
+    assert steady is not None, 'the command did not settle'
+    seen = {'commands': 0, 'changed': set()}
+
+    def on_command(msg, t):
+        point = msg.points[0]
+        seen['commands'] += 1
+        if max(np.max(np.abs(np.array(point.positions) - steady[0])),
+               np.max(np.abs(np.array(point.velocities) - steady[1]))) > \
+                fuzz.IDENTICAL_TOLERANCE:
+            seen['changed'].add(kind)
+
+    def refusals():
+        probe.spin_for(SCHEDULING_SLACK)  # what is in flight reaches a tick
+        values = probe.fresh_diagnostics()  # then a status published after it
+        return int(values['refused_messages']), values['last_refusal']
+
+    kind = None
+    counted = {}
+    probe.on_command = on_command
+    try:
+        refused, _ = refusals()
+        for kind in kinds:
+            topic = kind[0]
+            published = 0
+            if topic == 'joint_states':
+                while probe.refused() <= refused and published < 500:
+                    fuzz._publish(probe, topic, *_malformed(factory, kind))
+                    published += 1
+                    probe.spin_for(0.01)
+            else:
+                fuzz._publish(probe, topic, *_malformed(factory, kind))
+                published = 1
+            count, reason = refusals()
+            counted[kind] = (count - refused, published, reason)
+            refused = count
+    finally:
+        probe.on_command = None
+    for (topic, fault), (n, published, reason) in counted.items():
+        print(f'{topic}.{fault}: {n} refused of {published} sent: {reason}')
+    for (topic, fault), (n, published, reason) in counted.items():
+        assert n >= 1 if topic == 'joint_states' else n == 1, (topic, fault, n, published)
+        assert REFUSALS[topic][fault] in reason, (topic, fault, reason)
+    assert seen['commands'] > 100
+    assert not seen['changed'], sorted(seen['changed'])

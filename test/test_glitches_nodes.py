@@ -14,8 +14,6 @@ from ik_control.control.command_window import sample_points
 from ik_control.control.motion_meter import MotionMeter
 import numpy as np
 import pytest
-from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType
-from rcl_interfaces.srv import SetParameters
 from ros_helpers import NodeProcess
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -38,37 +36,60 @@ def _seconds(stamp):
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
-def _robot_motion(bringup, since=0):
-    """Measure the robot's own joint_states (not the test's) from ``since`` (MotionMeter)."""
-    meter = MotionMeter(WAM.velocity_limit, np.full(WAM.nq, A_MAX))
+def _robot_states(bringup, since=0):
+    """Return the robot's own joint_states (not the test's) from ``since``: stamps, q."""
+    stamps, positions = [], []
     for msg in bringup.states.messages[since:]:
         if msg.header.frame_id == INJECTED:
             continue
         index = [list(msg.name).index(n) for n in WAM.joint_names]
-        meter.add(_seconds(msg.header.stamp), np.array(msg.position)[index])
+        stamps.append(_seconds(msg.header.stamp))
+        positions.append(np.array(msg.position)[index])
+    return np.array(stamps), np.array(positions).reshape(-1, WAM.nq)
+
+
+def _robot_motion(bringup, since=0):
+    """Measure the robot's own joint_states from ``since`` (MotionMeter)."""
+    meter = MotionMeter(WAM.velocity_limit, np.full(WAM.nq, A_MAX))
+    for t, q in zip(*_robot_states(bringup, since)):
+        meter.add(t, q)
     return meter
 
 
-def _command_jump(bringup, since=0, gap=0.05):
+def _command_jump(bringup, since=0, since_states=0, gap=0.05):
     """
     Largest jump between consecutive commands, in ticks of motion at the velocity limit.
 
     Point 0 of each window against the window before sampled at its stamp (what the
     robot was following); pairs further apart than ``gap`` [s] (a stale pause) are left
-    out.
+    out. So is a window that starts where the robot measured itself (within what it can
+    move between that sample and the window's stamp, plus 1 mrad): a re-seed onto the
+    robot's own motion, a jump for the command but none for the robot. The controller
+    re-seeds from its newest sample, which may be older than this process's newest
+    before the stamp: every sample of the ``gap`` before the stamp is a candidate, and
+    the first one after it (this process may hear a restarted robot later than the
+    controller does). Returns the largest jump and how many re-seeds.
     """
-    worst = 0.0
+    worst, reseeds = 0.0, 0
+    stamps, robot = _robot_states(bringup, since_states)
     msgs = bringup.commands.messages[since:]
     for a, b in zip(msgs, msgs[1:]):
-        dt = _seconds(b.header.stamp) - _seconds(a.header.stamp)
+        tb = _seconds(b.header.stamp)
+        dt = tb - _seconds(a.header.stamp)
         if not 0.0 < dt <= gap:
             continue
         times = np.array([_seconds(p.time_from_start) for p in a.points])
         q, v = sample_points(times, np.array([p.positions for p in a.points]),
                              np.array([p.velocities for p in a.points]), dt)
-        jump = np.abs(np.array(b.points[0].positions) - q) / (WAM.velocity_limit * 0.002)
-        worst = max(worst, float(np.max(jump)))
-    return worst
+        start = np.array(b.points[0].positions)
+        jump = float(np.max(np.abs(start - q) / (WAM.velocity_limit * 0.002)))
+        near = slice(np.searchsorted(stamps, tb - gap), np.searchsorted(stamps, tb, 'right') + 1)
+        reach = WAM.velocity_limit * np.abs(tb - stamps[near, None]) + 1e-3
+        if jump >= 0.25 and np.any(np.all(np.abs(start - robot[near]) <= reach, axis=1)):
+            reseeds += 1
+            continue
+        worst = max(worst, jump)
+    return worst, reseeds
 
 
 def _inject(bringup, names, positions):
@@ -93,23 +114,32 @@ def _goal(offset):
 
 def _assert_motion_within_limits(bringup, since_states, since_commands):
     meter = _robot_motion(bringup, since_states)
-    jump = _command_jump(bringup, since_commands)
+    jump, onto_robot = _command_jump(bringup, since_commands, since_states)
     print(f'robot span speed ratio {meter.span_speed_ratio:.3f}, step '
-          f'{meter.step_speed_ratio:.3f}, command jump {jump:.3g} ticks at v_max')
+          f'{meter.step_speed_ratio:.3f}, command jump {jump:.3g} ticks at v_max, '
+          f'{onto_robot} re-seed(s) onto the robot')
     assert meter.samples > 50
     assert meter.span_speed_ratio <= 1.05
     # float stamps and durations: up to ~2e-4 rad; the re-seed jumps were 11.6 ticks, the
     # glitch 585
     assert jump < 0.25
+    # a window may start at the robot only where the controller counts a re-seed
+    start = _seconds(bringup.commands.messages[since_commands].header.stamp)
+    bringup.ctx.spin_for(0.6)  # the /diagnostics (2 Hz) after the last window
+    reseeds = int(bringup.latest_diagnostic('reseeds')) - _reseeds_before(bringup, start)
+    assert onto_robot <= reseeds
 
 
-def _latest_diag(bringup, key):
-    """``key`` in the newest /diagnostics status of the controller received so far, or None."""
-    for msg in reversed(bringup.diagnostics.messages):
+def _reseeds_before(bringup, stamp):
+    """Return the re-seed count in the last /diagnostics stamped before ``stamp`` [s]."""
+    count = 0
+    for msg in bringup.diagnostics.messages:
+        if _seconds(msg.header.stamp) > stamp:
+            break
         for status in msg.status:
-            if status.hardware_id == bringup.model.name and _value(status, key) != '':
-                return _value(status, key)
-    return None
+            if status.hardware_id == bringup.model.name and _value(status, 'reseeds') != '':
+                count = int(_value(status, 'reseeds'))
+    return count
 
 
 def test_a_glitch_sample_never_moves_the_arm(wam):
@@ -128,13 +158,13 @@ def test_a_glitch_sample_never_moves_the_arm(wam):
     refused0 = refused = int(_diag(wam, 'refused_messages'))
     for value in (2.65, 2.5):
         published = 0
-        while int(_latest_diag(wam, 'refused_messages')) <= refused and published < 500:
+        while int(wam.latest_diagnostic('refused_messages')) <= refused and published < 500:
             q = wam.q()
             q[0] = value
             _inject(wam, WAM.joint_names, q)
             published += 1
             wam.ctx.spin_for(0.02)
-        refused = int(_latest_diag(wam, 'refused_messages'))
+        refused = int(wam.latest_diagnostic('refused_messages'))
         print(f'glitch {value}: seen after {published} samples published')
     wam.ctx.spin_for(0.5)
     assert int(_diag(wam, 'implausible_states')) >= 1
@@ -160,7 +190,7 @@ def test_reordered_names_are_refused_without_a_reseed(wam):
     # they are published (at least 20) until it reports one refused, at most 10 s
     published = 0
     while published < 500 and (
-            published < 20 or int(_latest_diag(wam, 'implausible_states')) <= implausible):
+            published < 20 or int(wam.latest_diagnostic('implausible_states')) <= implausible):
         _inject(wam, names, wam.q())
         published += 1
         wam.ctx.spin_for(0.02)
@@ -215,26 +245,12 @@ def test_a_far_goal_ends_unreachable(wam, distance):
         raise
 
 
-def _set_parameter(bringup, name, value):
-    client = bringup.ctx.node.create_client(
-        SetParameters, f'{bringup.ns}/ik_controller/set_parameters')
-    assert client.wait_for_service(timeout_sec=10.0)
-    p = ParameterMsg(name=name)
-    if isinstance(value, int):
-        p.value.type, p.value.integer_value = ParameterType.PARAMETER_INTEGER, value
-    else:
-        p.value.type, p.value.string_value = ParameterType.PARAMETER_STRING, value
-    future = client.call_async(SetParameters.Request(parameters=[p]))
-    assert bringup.ctx.spin_until(future.done, 10.0)
-    return future.result().results[0]
-
-
 def test_an_integer_is_accepted_for_a_double_parameter(wam):
     """``ros2 param set /ik_controller solver.gain 5``; a string or 5000 is refused."""
-    result = _set_parameter(wam, 'solver.gain', 5)
+    result = wam.set_parameter('solver.gain', 5)
     assert result.successful, result.reason
     for bad in ('fast', 5000):
-        result = _set_parameter(wam, 'solver.gain', bad)
+        result = wam.set_parameter('solver.gain', bad)
         assert not result.successful
         assert 'solver.gain' in result.reason and 'double' in result.reason
         assert '0.01' in result.reason and '1000' in result.reason
@@ -242,29 +258,47 @@ def test_an_integer_is_accepted_for_a_double_parameter(wam):
     wam.send_pose('tool', _goal([0.0, 0.05, 0.0]))  # still follows goals, at gain 5
     wam.wait_goal('tool')
     _assert_motion_within_limits(wam, s0, c0)
-    assert _set_parameter(wam, 'solver.gain', 10).successful
+    assert wam.set_parameter('solver.gain', 10).successful
 
 
 def test_stamps_in_the_future_or_far_past_do_not_count_as_latency(wam):
+    """
+    A stamp of zero (1970) and one in 2038, each counted in stamps_out_of_range.
+
+    The controller reads the newest joint_states per tick, and the robot's own 500 Hz
+    samples supersede most injected ones unseen (a ten-run found five of each never
+    read): each is published every 10 ms until the counter moves (/diagnostics, 2 Hz),
+    at most 10 s.
+    """
     q = wam.q()
+    counted = int(_diag(wam, 'stamps_out_of_range'))
     for stamp in (0, 2 ** 31 - 1):  # zero (1970), and far in the future (2038)
         msg = JointState()
         msg.header.stamp.sec = stamp
         msg.header.frame_id = INJECTED
         msg.name = list(WAM.joint_names)
         msg.position = [float(x) for x in q]
-        for _ in range(5):
+        published = 0
+        while int(wam.latest_diagnostic('stamps_out_of_range')) <= counted and published < 1000:
             wam.state_pub.publish(msg)
+            published += 1
             wam.ctx.spin_for(0.01)
-    status = wam.diagnostic(lambda s: int(_value(s, 'stamps_out_of_range')) > 0)
+        assert int(wam.latest_diagnostic('stamps_out_of_range')) > counted, stamp
+        counted = int(wam.latest_diagnostic('stamps_out_of_range'))
+        print(f'stamp {stamp}: counted after {published} samples published')
+    status = wam.diagnostic(lambda s: int(_value(s, 'stamps_out_of_range')) >= counted)
     latency = float(_value(status, 'latency_us_max') or 0.0)
     assert latency < 1e6  # microseconds: under a second
 
 
-@pytest.mark.flaky(reruns=2, reruns_delay=1)
 def test_a_robot_restarted_elsewhere_is_followed_without_a_jump_and_logs_tell(wam):
     """
     SIGKILL sim_robot, restart it 0.3 rad away on every joint: stale, then followed.
+
+    The new robot hears the controller only once DDS discovery matches its subscription
+    (measured: up to 0.5 s after the controller hears it). Until then it stays put while
+    the path moves on, and each time the path is ``reseed_tolerance`` ahead the controller
+    re-seeds onto it, at rest (4-6 times in a full run of this module).
 
     Runs last: it reads the controller's log of the whole module's run too.
     """
@@ -277,10 +311,13 @@ def test_a_robot_restarted_elsewhere_is_followed_without_a_jump_and_logs_tell(wa
     wam.sim = NodeProcess('ik_control.ros.sim_robot_node', [
         f'initial_positions:=[{", ".join(repr(float(x)) for x in elsewhere)}]'
         if a.startswith('initial_positions') else a for a in wam.sim_args])
-    msg = wam.commands.wait(timeout=STARTUP)
+    msg = wam.commands.current(timeout=STARTUP)  # not one queued from before the kill
     # the first command starts where the robot is, at rest
     np.testing.assert_allclose(msg.points[0].positions, elsewhere, atol=0.01)
     np.testing.assert_allclose(msg.points[0].velocities, 0.0, atol=1e-9)
+    # this process hears the new robot only once DDS discovery matches it, which a loaded
+    # machine was seen to delay past the whole move (1 sample measured): wait for it
+    wam.states.wait(timeout=STARTUP)
     wam.send_pose('tool', _goal([0.0, 0.1, 0.0]))
     wam.wait_goal('tool')
     _assert_motion_within_limits(wam, s0, c0)

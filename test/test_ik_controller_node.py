@@ -10,8 +10,10 @@ from ik_control import robots
 from ik_control.validation import matrix_to_quaternion
 import numpy as np
 import pytest
+from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType
+from rcl_interfaces.srv import SetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from ros_helpers import NodeProcess, RosTestContext
+from ros_helpers import NodeProcess, RosTestContext, SCHEDULING_SLACK, stamp_seconds
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
@@ -32,16 +34,25 @@ def _strings(values):
 class Bringup:
     """sim_robot + ik_controller for one bundled robot under namespace ``/name``."""
 
-    def __init__(self, name, rate_hz, extra=(), ns=None):
+    def __init__(self, name, rate_hz, extra=(), ns=None, sim_rate_hz=None, sim_robot=None,
+                 sim_extra=()):
+        """
+        Start the pair; ``extra``, ``sim_extra``: more ik_controller, sim_robot arguments.
+
+        ``sim_rate_hz``: the simulated robot's rate, if not ``rate_hz``; ``sim_robot``:
+        ``(URDF path, joints, initial positions)`` of a simulated robot other than the
+        controller's model (default: the bundled robot at its ready pose).
+        """
         setup = robots.SETUPS[name]
         self.name = name
         self.model = robots.robot(name)
         self.ns = ns or f'/{name}_test'
         urdf = robots.urdf_path(name)
-        self.sim_args = ['-r', f'__ns:={self.ns}', '-p', f'urdf_path:={urdf}',
-                         '-p', f'joints:={_strings(setup.joints)}',
-                         '-p', f'initial_positions:={_array(setup.ready)}',
-                         '-p', f'rate_hz:={rate_hz}']
+        sim_urdf, sim_joints, sim_ready = sim_robot or (urdf, setup.joints, setup.ready)
+        self.sim_args = ['-r', f'__ns:={self.ns}', '-p', f'urdf_path:={sim_urdf}',
+                         '-p', f'joints:={_strings(sim_joints)}',
+                         '-p', f'initial_positions:={_array(sim_ready)}',
+                         '-p', f'rate_hz:={sim_rate_hz or rate_hz}', *sim_extra]
         self.sim = self.ctl = self.ctx = None
         try:
             self._start(name, rate_hz, setup, urdf, extra)
@@ -59,9 +70,11 @@ class Bringup:
             '-p', 'joint_state_timeout:=0.1', *extra])
         self.ctx = RosTestContext(f'{name}_tester')
         node = self.ctx.node
-        self.states = self.ctx.collect(JointState, f'{self.ns}/joint_states', 50)
+        # deep queues: this process may lag the robot's 500-1000 Hz by a second on a
+        # loaded machine (CI), and a sample dropped is one the judgement lacks
+        self.states = self.ctx.collect(JointState, f'{self.ns}/joint_states', 1000)
         self.commands = self.ctx.collect(
-            JointTrajectory, f'{self.ns}/joint_trajectory_controller/joint_trajectory', 50)
+            JointTrajectory, f'{self.ns}/joint_trajectory_controller/joint_trajectory', 1000)
         self.diagnostics = self.ctx.collect(DiagnosticArray, '/diagnostics', 10)
         self.goal = {ee: self.ctx.collect(Bool, f'{self.ns}/ik_controller/{ee}/goal_reached',
                                           LATCHED) for ee in setup.end_effectors}
@@ -84,7 +97,8 @@ class Bringup:
             self.ctx.close()
 
     def q(self):
-        msg = self.states.wait(timeout=5.0)
+        """Joint positions [rad] of the robot's current joint_states, in the model's order."""
+        msg = self.states.current()
         index = [list(msg.name).index(n) for n in self.model.joint_names]
         return np.array(msg.position)[index]
 
@@ -99,10 +113,47 @@ class Bringup:
         self.pose_pub[ee].publish(msg)
 
     def wait_goal(self, ee, timeout=15.0):
-        """Wait for goal_reached True on ``ee`` since its last goal was sent."""
-        if any(m.data for m in self.goal[ee].messages):
-            return
-        self.goal[ee].wait(lambda m: m.data, timeout=timeout)
+        """Wait until goal_reached on ``ee`` last said True since its goal was sent."""
+        self.wait_goals([ee], timeout)
+
+    def wait_goals(self, ees, timeout=15.0):
+        """
+        Wait until goal_reached last said True on every effector of ``ees`` at once.
+
+        The latest message counts, not any since the goal: on SIMON one hand's motion
+        (the shared torso) can take the other out of tolerance after it said True.
+        """
+        def all_reached():
+            return all(self.goal[ee].last is not None and self.goal[ee].last.data
+                       for ee in ees)
+        if not self.ctx.spin_until(all_reached, timeout):
+            raise TimeoutError(f'goal_reached not True on all of {list(ees)} within '
+                               f'{timeout:.1f} s; last: '
+                               f'{ {ee: self.goal[ee].last for ee in ees} }')
+
+    def set_parameter(self, name, value):
+        """Set an ik_controller parameter (int, float or str) as ros2 param set does."""
+        client = self.ctx.node.create_client(
+            SetParameters, f'{self.ns}/ik_controller/set_parameters')
+        assert client.wait_for_service(timeout_sec=10.0)
+        p = ParameterMsg(name=name)
+        if isinstance(value, int):
+            p.value.type, p.value.integer_value = ParameterType.PARAMETER_INTEGER, value
+        elif isinstance(value, float):
+            p.value.type, p.value.double_value = ParameterType.PARAMETER_DOUBLE, value
+        else:
+            p.value.type, p.value.string_value = ParameterType.PARAMETER_STRING, value
+        future = client.call_async(SetParameters.Request(parameters=[p]))
+        assert self.ctx.spin_until(future.done, 10.0)
+        return future.result().results[0]
+
+    def latest_diagnostic(self, key):
+        """Return ``key`` in the newest /diagnostics of the controller received, or None."""
+        for msg in reversed(self.diagnostics.messages):
+            for status in msg.status:
+                if status.hardware_id == self.model.name and _value(status, key) != '':
+                    return _value(status, key)
+        return None
 
     def diagnostic(self, predicate, timeout=5.0):
         def mine(msg):
@@ -121,6 +172,100 @@ def _pose_errors(model, q, targets):
 
 def _assert_in_limits(model, q, margin=0.0):
     assert np.all(q >= model.lower + margin - 1e-9) and np.all(q <= model.upper - margin + 1e-9)
+
+
+class PinocchioFK:
+    """
+    Forward kinematics by pinocchio on the URDF file itself, not the package's RobotModel.
+
+    What the robot does is judged by this: a placement of its own joint_states.
+    """
+
+    def __init__(self, urdf_path, base_frame):
+        import pinocchio as pin
+        self.pin = pin
+        self.model = pin.buildModelFromUrdf(urdf_path)
+        self.data = self.model.createData()
+        self.base = self.model.getFrameId(base_frame)
+
+    def _configuration(self, names, positions):
+        q = self.pin.neutral(self.model)
+        for name, value in zip(names, positions):
+            if self.model.existJointName(name):  # the robot may report joints it lacks
+                q[self.model.joints[self.model.getJointId(name)].idx_q] = value
+        return q
+
+    def placement(self, names, positions, frame):
+        """4x4 placement of ``frame`` in the base frame at joints ``names`` = ``positions``."""
+        self.pin.framesForwardKinematics(self.model, self.data,
+                                         self._configuration(names, positions))
+        base = self.data.oMf[self.base].homogeneous
+        return np.linalg.inv(base) @ self.data.oMf[self.model.getFrameId(frame)].homogeneous
+
+    def of_state(self, msg, frame):
+        """Placement of ``frame`` at a joint_states message."""
+        return self.placement(msg.name, msg.position, frame)
+
+    def velocity_limit(self, names):
+        """URDF velocity limits of joints ``names`` [rad/s]."""
+        return np.array([self.model.velocityLimit[
+            self.model.joints[self.model.getJointId(n)].idx_v] for n in names])
+
+
+def _middle_link_and_side(model, q):
+    """
+    Return ObstacleAvoidance, the workspace at ``q``, the middle link's midpoint and side.
+
+    ``side``: a horizontal unit vector across that link (obstacles go beside the arm).
+    """
+    from ik_control.ik.obstacles import ObstacleAvoidance
+    avoid = ObstacleAvoidance(model)
+    ws = model.workspace()
+    ws.update(q)
+    a, b = avoid.endpoints(ws.joint_T, ws.frame_T)
+    s = len(a) // 2
+    side = np.cross(b[s] - a[s], [0.0, 0.0, 1.0])
+    return avoid, ws, 0.5 * (a[s] + b[s]), side / np.linalg.norm(side)
+
+
+def _pin_fk(bringup):
+    return PinocchioFK(robots.urdf_path(bringup.name), bringup.model.base_frame)
+
+
+def _errors(T, goal):
+    """Position [m] and rotation [rad] error of placement ``T`` from ``goal``."""
+    cos = (np.trace(T[:3, :3].T @ goal[:3, :3]) - 1.0) / 2.0
+    return np.linalg.norm(T[:3, 3] - goal[:3, 3]), float(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def _peak_speed_ratio(fk, joints, messages, span=0.01):
+    """
+    Largest joint speed of the robot over its limit, from its own joint_states.
+
+    Positions over the robot's own stamps, between samples at least ``span`` [s] apart
+    (shorter spans would weigh the stamps' rounding); missed samples only lengthen a span.
+    """
+    limit = fk.velocity_limit(joints)
+    t = np.array([stamp_seconds(m) for m in messages])
+    q = np.array([[m.position[list(m.name).index(n)] for n in joints] for m in messages])
+    order = np.argsort(t, kind='stable')
+    t, q = t[order], q[order]
+    worst, j = 0.0, 0
+    for i in range(len(t)):
+        while j < len(t) and t[j] - t[i] < span:
+            j += 1
+        if j == len(t):
+            break
+        worst = max(worst, float(np.max(np.abs(q[j] - q[i]) / (t[j] - t[i]) / limit)))
+    return worst
+
+
+def _rest_at(bringup, ee, T):
+    """Send ``ee`` to ``T`` and wait until it is reached and the command is still."""
+    bringup.send_pose(ee, T)
+    bringup.wait_goal(ee)
+    _settled_command(bringup)
+    bringup.ctx.spin_for(0.1)
 
 
 @pytest.fixture(scope='module')
@@ -168,13 +313,45 @@ def test_wam_on_an_rclpy_timer_loop_reaches_a_goal():
         bringup.close()
 
 
+def test_wam_on_the_mujoco_robot_reaches_a_goal_within_its_limits():
+    """
+    The loop closed over a dynamic robot: sim_robot's MuJoCo backend.
+
+    The WAM's links and inertias under a position servo, gravity compensated, instead of
+    the kinematic backend. Judged on the robot's own joint_states, by pinocchio on the
+    URDF: the tool within 1 mm and 10 mrad of the goal (measured: under 0.1 um), inside
+    the joint limits, and no joint faster than 1.05x its URDF limit on the way (10 ms
+    spans). A controller that re-seeded onto the servo's lag, or a robot that overshot,
+    fails here.
+    """
+    bringup = Bringup('wam', 500.0, ns='/wam_mujoco', sim_extra=['-p', 'backend:=mujoco'])
+    try:
+        fk = _pin_fk(bringup)
+        names = bringup.model.joint_names
+        goal = fk.placement(names, robots.ready_pose('wam')
+                            + [0.3, -0.2, 0.2, -0.3, 0.2, 0.3, 0.4], 'tool')
+        since = len(bringup.states.messages)
+        bringup.send_pose('tool', goal)
+        bringup.wait_goal('tool')
+        _settled_command(bringup)
+        bringup.ctx.spin_for(0.3)
+        pos, rot = _errors(fk.of_state(bringup.states.current(), 'tool'), goal)
+        peak = _peak_speed_ratio(fk, names, bringup.states.messages[since:])
+        print(f'MuJoCo WAM: {pos * 1e6:.1f} um, {rot * 1e6:.1f} urad from the goal, peak '
+              f'speed {peak:.3f} of the limit; ' + bringup.sim.stderr.splitlines()[0])
+        assert pos < 1e-3 and rot < 1e-2
+        _assert_in_limits(bringup.model, bringup.q())
+        assert peak <= 1.05
+    finally:
+        bringup.close()
+
+
 def test_simon_reaches_goals_with_both_hands_at_once(simon):
     targets = _reachable_targets(simon.model, robots.ready_pose('simon'),
                                  0.25 * np.sin(np.arange(16)))
     for ee, T in zip(('right_hand', 'left_hand'), targets):
         simon.send_pose(ee, T)
-    simon.wait_goal('right_hand')
-    simon.wait_goal('left_hand')
+    simon.wait_goals(('right_hand', 'left_hand'))
     _settled_command(simon)
     simon.ctx.spin_for(0.1)
     pos, rot = _pose_errors(simon.model, simon.q(), targets)
@@ -186,10 +363,13 @@ def test_wam_out_of_reach_goal_leaves_a_still_stretched_arm_inside_limits(wam):
     T[:3, 3] = [2.0, 0.5, 1.0]  # about 2 m away: the WAM reaches ~1 m
     wam.send_pose('tool', T)
     wam.diagnostic(lambda s: 'TARGET_UNREACHABLE' in _value(s, 'status_codes'), timeout=15.0)
-    wam.states.clear()
+    # the robot from now on for a second (this process may take queued samples from before
+    # late on a loaded machine: the arm still moving)
+    since = 1e-9 * wam.ctx.node.get_clock().now().nanoseconds
     wam.ctx.spin_for(1.0)
+    wam.states.current()
     qs = np.array([[m.position[m.name.index(n)] for n in wam.model.joint_names]
-                   for m in wam.states.messages])
+                   for m in wam.states.messages if since <= stamp_seconds(m) <= since + 1.0])
     assert len(qs) > 100
     assert np.max(np.ptp(qs, axis=0)) < 1e-3  # still: no oscillation
     for q in qs:
@@ -213,6 +393,10 @@ def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
     msg = TwistStamped()
     msg.header.frame_id = 'wam_base'
     msg.twist.linear.y = speed
+    # each twist is followed for twist_timeout; this process, starved of CPU on a loaded
+    # machine, was seen to publish with gaps longer than the default 0.2 s (the arm then
+    # slowed: 0.036 m/s measured): a user streaming over a busy link sets it longer too
+    assert wam.set_parameter('twist_timeout', 1.0).successful
     wam.states.clear()
     start = wam.ctx.node.get_clock().now().nanoseconds * 1e-9
     while wam.ctx.node.get_clock().now().nanoseconds * 1e-9 - start < 1.5:
@@ -233,9 +417,10 @@ def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
     assert velocity[1] == pytest.approx(speed, rel=0.15)
     assert abs(velocity[0]) < 0.2 * speed and abs(velocity[2]) < 0.2 * speed
     # the command times out and the arm comes to rest
-    wam.ctx.spin_for(1.0)
+    wam.ctx.spin_for(1.5)
     wam.states.clear()
     wam.ctx.spin_for(0.5)
+    assert wam.set_parameter('twist_timeout', 0.2).successful  # back to the default
     q_a, q_b = wam.states.messages[0], wam.states.messages[-1]
     assert np.max(np.abs(np.array(q_a.position) - np.array(q_b.position))) < 1e-4
 
@@ -249,7 +434,7 @@ def _settled_command(bringup, timeout=10.0):
     previous = None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        q = np.array(bringup.commands.wait(timeout=2.0).points[0].positions)
+        q = np.array(bringup.commands.current(timeout=2.0).points[0].positions)
         if previous is not None and np.max(np.abs(q - previous)) < 1e-10:
             return q
         previous = q
@@ -257,53 +442,101 @@ def _settled_command(bringup, timeout=10.0):
     raise AssertionError('the command did not settle')
 
 
-def _bad_poses(wam):
+def _bad_goals(wam):
+    """Return (what, message, publisher, words of the refusal) of each kind of bad goal."""
     T = wam.model.frame_placements(robots.ready_pose('wam'))[0]
-    nan = T.copy()
-    nan[0, 3] = np.nan
-    inf = T.copy()
-    inf[2, 3] = np.inf
-    return [('nan position', nan, None), ('inf position', inf, None),
-            ('unknown frame', T, 'no_such_frame')]
-
-
-def test_bad_goals_and_states_are_refused_and_leave_the_command_unchanged(wam):
-    wam.send_pose('tool', _reachable_targets(wam.model, robots.ready_pose('wam'), 0.1)[0])
-    wam.wait_goal('tool')
-    before = _settled_command(wam)
-    refused_before = int(_value(wam.diagnostic(lambda s: True), 'refused_messages'))
-    # one at a time: of a burst, only the newest goal counts
-    for _, T, frame in _bad_poses(wam):
-        wam.send_pose('tool', T, frame)
-        wam.ctx.spin_for(0.05)
+    out = []
+    for what, xyz, frame, words in (
+            ('nan position', (np.nan, T[1, 3], T[2, 3]), 'wam_base', 'position contains NaN'),
+            ('inf position', (T[0, 3], T[1, 3], np.inf), 'wam_base',
+             'position contains NaN or infinite'),
+            ('unknown frame', T[:3, 3], 'no_such_frame', "'no_such_frame'")):
+        msg = PoseStamped()
+        msg.header.frame_id = frame
+        p, o = msg.pose.position, msg.pose.orientation
+        p.x, p.y, p.z = map(float, xyz)
+        o.x, o.y, o.z, o.w = map(float, matrix_to_quaternion(T[:3, :3]))
+        out.append((what, msg, wam.pose_pub['tool'], words))
     for w in (0.3, 0.0):  # norm 0.3 (not normalised), norm 0
         bad_quat = PoseStamped()
         bad_quat.header.frame_id = 'wam_base'
         bad_quat.pose.orientation.w = w
-        wam.pose_pub['tool'].publish(bad_quat)
-        wam.ctx.spin_for(0.05)
+        out.append((f'quaternion norm {w}', bad_quat, wam.pose_pub['tool'],
+                    f'orientation is not normalised (norm {w:g})'))
     bad_twist = TwistStamped()
     bad_twist.header.frame_id = 'wam_base'
     bad_twist.twist.linear.x = float('nan')
-    wam.twist_pub['tool'].publish(bad_twist)
-    status = wam.diagnostic(lambda s: int(_value(s, 'refused_messages'))
-                            >= refused_before + 6, timeout=5.0)
-    assert 'BAD_INPUT' in _value(status, 'status_codes')
-    # malformed joint_states, interleaved with the simulator's at 500 Hz: the controller
-    # keeps only the newest state, so each is sent until some are refused
-    bad_states = ((list(wam.model.joint_names), [0.0] * 6),  # length mismatch
-                  (list(wam.model.joint_names), [float('nan')] * 7),
-                  (list(wam.model.joint_names[:6]), [0.0] * 6),  # missing joint
-                  (['wam_j1'] * 7, [0.0] * 7))  # duplicates
-    for _ in range(20):
-        for names, positions in bad_states:
+    out.append(('nan twist', bad_twist, wam.twist_pub['tool'],
+                'twist linear contains NaN or infinite'))
+    return out
+
+
+def _refusals(bringup):
+    """
+    (refused_messages, last_refusal, status_codes) once every message sent so far is taken.
+
+    From the first status published after a wait of ``SCHEDULING_SLACK``: within 0.7 s
+    of a refusal at 2 Hz diagnostics, while ``BAD_INPUT`` lasts a second.
+    """
+    bringup.ctx.spin_for(SCHEDULING_SLACK)  # what is in flight reaches a tick
+    status = bringup.diagnostic(lambda s: True)  # then a status published after it
+    return (int(_value(status, 'refused_messages')), _value(status, 'last_refusal'),
+            _value(status, 'status_codes'))
+
+
+def _latest_refused(bringup):
+    """refused_messages of the newest /diagnostics status received so far (-1: none)."""
+    for msg in reversed(bringup.diagnostics.messages):
+        for status in msg.status:
+            if status.hardware_id == bringup.model.name:
+                return int(_value(status, 'refused_messages'))
+    return -1
+
+
+def test_bad_goals_and_states_are_refused_and_leave_the_command_unchanged(wam):
+    """
+    Each kind of bad goal and of bad joint_states, on its own, is refused and counted.
+
+    A goal is sent once: it must add exactly one refusal, for its reason. A bad state
+    competes with the simulated robot's own at 500 Hz and the controller keeps only the
+    newest per tick, so it is published every 10 ms until the refusal counter moves (at
+    most 5 s): then a tick has read it. Meanwhile every command issued, that tick's too,
+    must be the steady one: a bad state taken as the measurement (0 rad, NaN) would
+    re-seed the command toward it.
+    """
+    wam.send_pose('tool', _reachable_targets(wam.model, robots.ready_pose('wam'), 0.1)[0])
+    wam.wait_goal('tool')
+    before = _settled_command(wam)
+    refused, _, _ = _refusals(wam)
+    since = len(wam.commands.messages)
+    for what, msg, pub, words in _bad_goals(wam):
+        pub.publish(msg)
+        count, reason, codes = _refusals(wam)
+        assert count == refused + 1, (what, count - refused)
+        assert words in reason, (what, reason)
+        assert 'BAD_INPUT' in codes, (what, codes)
+        refused = count
+    joints = list(wam.model.joint_names)
+    bad_states = (('length mismatch', joints, [0.0] * 6, 'has 7 names but 6 positions'),
+                  ('nan', joints, [float('nan')] * 7, 'positions contain NaN or infinite'),
+                  ('missing joint', joints[:6], [0.0] * 6, 'lacks controlled joints'),
+                  ('duplicates', ['wam_j1'] * 7, [0.0] * 7, "names joint 'wam_j1' twice"))
+    for what, names, positions, words in bad_states:
+        published = 0
+        while _latest_refused(wam) <= refused and published < 500:
             wam.state_pub.publish(JointState(name=names, position=positions))
-        wam.ctx.spin_for(0.005)
-    status = wam.diagnostic(lambda s: 'joint_states' in _value(s, 'last_refusal'), timeout=5.0)
-    assert int(_value(status, 'refused_messages')) > refused_before + 6
-    wam.ctx.spin_for(0.3)
-    after = np.array(wam.commands.wait(timeout=2.0).points[0].positions)
-    np.testing.assert_allclose(after, before, atol=1e-9)
+            published += 1
+            wam.ctx.spin_for(0.01)
+        count, reason, _ = _refusals(wam)
+        print(f'{what}: refused {count - refused} of {published} published')
+        assert count > refused, what
+        assert f'joint_states {words}' in reason, (what, reason)
+        refused = count
+    commands = wam.commands.messages[since:]
+    assert len(commands) > 100
+    for msg in commands:
+        np.testing.assert_allclose(msg.points[0].positions, before, rtol=0.0, atol=1e-9)
+        np.testing.assert_allclose(msg.points[0].velocities, 0.0, rtol=0.0, atol=1e-9)
 
 
 def _sphere(ns, i, center, diameter, frame='wam_base', action=Marker.ADD, kind=Marker.SPHERE,
@@ -364,7 +597,7 @@ def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
     clearance below zero and move the arm.
     """
     import pinocchio as pin
-    from ik_control.ik.obstacles import bounding_radius, ObstacleAvoidance
+    from ik_control.ik.obstacles import bounding_radius
     pub = wam.ctx.node.create_publisher(MarkerArray, f'{wam.ns}/ik_controller/obstacles', 10)
     assert wam.ctx.wait_for_subscribers(pub, 1, timeout=STARTUP)
     q = wam.q()
@@ -372,15 +605,9 @@ def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
     wam.send_pose('tool', tool)
     wam.wait_goal('tool')
     q = wam.q()
-    avoid = ObstacleAvoidance(wam.model)
-    ws = wam.model.workspace()
-    ws.update(q)
-    a, b = avoid.endpoints(ws.joint_T, ws.frame_T)
-    s = len(a) // 2
-    side = np.cross(b[s] - a[s], [0.0, 0.0, 1.0])
-    side /= np.linalg.norm(side)
+    avoid, ws, mid, side = _middle_link_and_side(wam.model, q)
     T = np.eye(4)
-    T[:3, 3] = 0.5 * (a[s] + b[s]) + side * (0.25 + 0.01)
+    T[:3, 3] = mid + side * (0.25 + 0.01)
     axis = np.cross([0.0, 0.0, 1.0], side)  # the plate's thin axis (its z) along ``side``
     T[:3, :3] = pin.exp3(axis / np.linalg.norm(axis) * np.arccos(side[2]))
     x, y, z, w = matrix_to_quaternion(T[:3, :3])
@@ -402,6 +629,185 @@ def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
     wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
 
 
+def test_a_goal_in_a_link_frame_is_that_links_placement_now_times_the_pose(wam):
+    """
+    A PoseStamped in ``wam_link_2`` (not the base frame) is reached where the rule puts it.
+
+    The rule (the node's docstring): a frame of the model is placed by forward kinematics
+    at the commanded state when the goal arrives, the robot at rest there. The pose sent is
+    the goal's placement expressed in that link; the tool must end at the goal in the base
+    frame (pinocchio FK of the robot's joint_states). Taking the pose in the base frame,
+    or composing the other way round, lands more than 10 cm off (asserted below, so the
+    test tells them apart); re-placing the link as it moves chases a moving goal.
+    """
+    fk = _pin_fk(wam)
+    ready = robots.ready_pose('wam')
+    names = wam.model.joint_names
+    _rest_at(wam, 'tool', fk.placement(names, ready, 'tool'))
+    q0 = wam.q()
+    link = fk.placement(names, q0, 'wam_link_2')
+    goal = fk.placement(names, ready + [0.2, -0.15, 0.2, -0.2, 0.3, 0.2, -0.3], 'tool')
+    pose = np.linalg.inv(link) @ goal
+    assert np.linalg.norm(pose[:3, 3] - goal[:3, 3]) > 0.1  # read in the base frame
+    assert np.linalg.norm((pose @ link)[:3, 3] - goal[:3, 3]) > 0.1  # composed backwards
+    wam.send_pose('tool', pose, frame_id='wam_link_2')
+    wam.wait_goal('tool')
+    _settled_command(wam)
+    wam.ctx.spin_for(0.1)
+    pos, rot = _errors(fk.of_state(wam.states.current(), 'tool'), goal)
+    assert pos < 1e-3 and rot < 1e-2, (pos, rot)
+
+
+def test_goal_reached_is_false_on_a_new_goal_then_true_once_there_and_does_not_flicker(wam):
+    """
+    goal_reached on a new goal 10 cm away: False at once, True once reached, then steady.
+
+    A node that kept the last goal's True (it only publishes on change) would let a client
+    think the new goal done before the arm moved: the first message must be False. Every
+    joint_states the robot stamped after the True arrived must be within the tolerances
+    (1 mm, 10 mrad; pinocchio FK): a True that came early fails. Held at the goal for 3 s,
+    no other message may come (it is published on change: a True -> False -> True flicker
+    would show).
+    """
+    fk = _pin_fk(wam)
+    ready = robots.ready_pose('wam')
+    names = wam.model.joint_names
+    _rest_at(wam, 'tool', fk.placement(names, ready, 'tool'))
+    assert wam.goal['tool'].last.data  # reached: True before the new goal
+    goal = fk.placement(names, ready, 'tool')
+    goal[:3, 3] += [0.0, 0.08, -0.06]  # 10 cm
+    wam.send_pose('tool', goal)  # forgets the messages so far
+    assert wam.ctx.spin_until(lambda: wam.goal['tool'].messages, 5.0)
+    assert wam.goal['tool'].messages[0].data is False
+    wam.goal['tool'].wait(lambda m: m.data, timeout=15.0)
+    t_true = time.time()  # the system clock, the robot's stamps' clock
+    since = len(wam.states.messages)
+    wam.ctx.spin_for(3.0)
+    assert [m.data for m in wam.goal['tool'].messages] == [False, True]
+    status = wam.diagnostic(lambda s: True)
+    assert _value(status, 'tool.goal_reached') == 'True'
+    # stamped after t_true: received after it, so after ``since``
+    after = [m for m in wam.states.messages[since:] if stamp_seconds(m) >= t_true]
+    assert len(after) > 100
+    errors = np.array([_errors(fk.of_state(m, 'tool'), goal) for m in after])
+    assert np.max(errors[:, 0]) <= 1e-3 and np.max(errors[:, 1]) <= 1e-2, errors.max(axis=0)
+
+
+def test_a_goal_replaced_mid_motion_ends_at_the_second_never_reaching_the_first(wam):
+    """
+    Goal A (j1 0.8 rad away) replaced by B on the other side once the tool moved 5 cm.
+
+    The robot must end at B (1 mm, 10 mrad; pinocchio FK), come no closer than 10 cm to A,
+    never say A reached, and keep every joint within its speed limit through the switch
+    (its own joint_states, 5 % for stamp rounding). A node that queued goals would pass
+    through A; one that jumped the command to B's motion would move a joint faster than
+    it can; one that ignored B would end at A.
+    """
+    fk = _pin_fk(wam)
+    ready = robots.ready_pose('wam')
+    names = wam.model.joint_names
+    start = fk.placement(names, ready, 'tool')
+    _rest_at(wam, 'tool', start)
+    goal_a = fk.placement(names, ready + [0.8, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 'tool')
+    goal_b = fk.placement(names, ready + [-0.4, 0.1, 0.0, -0.2, 0.0, 0.1, 0.0], 'tool')
+    since = len(wam.states.messages)
+    wam.send_pose('tool', goal_a)
+
+    def moved():
+        m = wam.states.last
+        return np.linalg.norm(fk.of_state(m, 'tool')[:3, 3] - start[:3, 3]) > 0.05
+    assert wam.ctx.spin_until(moved, 10.0)
+    speed = np.max(np.abs(wam.states.last.velocity))
+    assert speed > 0.3, speed  # mid-motion
+    assert not any(m.data for m in wam.goal['tool'].messages)
+    wam.send_pose('tool', goal_b)
+    wam.wait_goal('tool')
+    _settled_command(wam)
+    wam.ctx.spin_for(0.1)
+    pos, rot = _errors(fk.of_state(wam.states.current(), 'tool'), goal_b)
+    assert pos < 1e-3 and rot < 1e-2, (pos, rot)
+    states = wam.states.messages[since:]
+    closest = min(np.linalg.norm(fk.of_state(m, 'tool')[:3, 3] - goal_a[:3, 3])
+                  for m in states)
+    assert closest > 0.1, closest
+    ratio = _peak_speed_ratio(fk, names, states)
+    print(f'peak joint speed {ratio:.3f} of the limit, closest to A {closest:.3f} m')
+    assert ratio <= 1.05
+
+
+def test_cube_and_cylinder_markers_are_obstacles_and_delete_removes_only_its_own(wam):
+    """
+    A CUBE and a CYLINDER beside the arm (beyond the influence distance: it stays).
+
+    Both must be taken (obstacles 2, no refusal) as their exact shapes: the reported
+    clearance is the cylinder's, the nearer (ObstacleAvoidance at that state, 1 mm).
+    DELETE of the cylinder must leave the cube alone: obstacles 1 and the cube's
+    clearance. A node refusing cylinders counts 1 and a refusal; one whose DELETE
+    cleared everything reports 0; one deleting the wrong marker the cylinder's clearance.
+    """
+    pub = wam.ctx.node.create_publisher(MarkerArray, f'{wam.ns}/ik_controller/obstacles', 10)
+    assert wam.ctx.wait_for_subscribers(pub, 1, timeout=STARTUP)
+    fk = _pin_fk(wam)
+    _rest_at(wam, 'tool', fk.placement(wam.model.joint_names, robots.ready_pose('wam'),
+                                       'tool'))
+    q = wam.q()
+    avoid, ws, mid, side = _middle_link_and_side(wam.model, q)
+    cube = _sphere('shelf', 0, mid + side * 0.3, 0.1, kind=Marker.CUBE)
+    pole = _sphere('pole', 0, mid - side * 0.22, 0.06, kind=Marker.CYLINDER)
+    pole.scale.z = 0.3
+    expected = {}
+    for key, marker, kind in (('cube', cube, 'box'), ('pole', pole, 'cylinder')):
+        T = np.eye(4)
+        T[:3, 3] = [marker.pose.position.x, marker.pose.position.y, marker.pose.position.z]
+        avoid.set_shapes([(kind, T, [marker.scale.x, marker.scale.y, marker.scale.z])])
+        expected[key] = float(avoid.clearances(ws.joint_T, ws.frame_T)[0].min())
+    # both beyond the influence distance (0.1 m), the cylinder nearer by more than 1 mm
+    assert 0.11 < expected['pole'] < expected['cube'] - 0.02, expected
+    refused = int(_value(wam.diagnostic(lambda s: True), 'refused_messages'))
+    pub.publish(MarkerArray(markers=[cube, pole]))
+    status = wam.diagnostic(lambda s: _value(s, 'obstacles') == '2', timeout=5.0)
+    assert abs(float(_value(status, 'obstacle_clearance_m')) - expected['pole']) < 1e-3
+    assert int(_value(status, 'refused_messages')) == refused
+    pub.publish(MarkerArray(markers=[Marker(ns='pole', id=0, action=Marker.DELETE)]))
+    status = wam.diagnostic(lambda s: _value(s, 'obstacles') != '2', timeout=5.0)
+    assert _value(status, 'obstacles') == '1'
+    assert abs(float(_value(status, 'obstacle_clearance_m')) - expected['cube']) < 1e-3
+    np.testing.assert_allclose(wam.q(), q, atol=1e-6)  # nothing within reach: it stayed
+    pub.publish(MarkerArray(markers=[Marker(action=Marker.DELETEALL)]))
+    wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
+
+
+def test_velocity_scale_half_at_run_time_halves_the_robots_peak_joint_speed(wam):
+    """
+    The same motion (j1 0.8 rad) at limits.velocity_scale 1.0, then 0.5 set at run time.
+
+    At 1.0 the fastest joint reaches 0.80 of its URDF limit (measured): more than half,
+    so at 0.5 the halved limit binds and the peak is half of it (0.45 to 0.525; 5 % for
+    stamp rounding), measured from the robot's own joint_states. A node that accepted
+    the parameter but kept the old limits moves at 0.8 again.
+    """
+    fk = _pin_fk(wam)
+    ready = robots.ready_pose('wam')
+    names = wam.model.joint_names
+    start = fk.placement(names, ready, 'tool')
+    far = fk.placement(names, ready + [0.8, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 'tool')
+    peaks = {}
+    try:
+        for scale in (1.0, 0.5):
+            result = wam.set_parameter('limits.velocity_scale', scale)
+            assert result.successful, result.reason
+            _rest_at(wam, 'tool', start)
+            since = len(wam.states.messages)
+            wam.send_pose('tool', far)
+            wam.wait_goal('tool')
+            peaks[scale] = _peak_speed_ratio(fk, names, wam.states.messages[since:])
+    finally:
+        assert wam.set_parameter('limits.velocity_scale', 1.0).successful
+    print(f'peak joint speed / limit: {peaks}')
+    assert 0.6 <= peaks[1.0] <= 1.05
+    assert 0.45 <= peaks[0.5] <= 0.525
+
+
 @pytest.fixture
 def own_wam():
     """Give a test that stops the robot its own sim + controller pair (no cascade)."""
@@ -410,9 +816,6 @@ def own_wam():
     bringup.close()
 
 
-# DDS timing on a shared 2-core machine: a test that stops a node is retried from a fresh
-# pair of nodes before it counts as failed (a real fault fails every attempt).
-@pytest.mark.flaky(reruns=2, reruns_delay=1)
 def test_wam_stops_when_the_robot_shuts_down_and_resumes_without_a_jump(own_wam):
     """
     Stop the robot with SIGINT, a clean shutdown (test_reliability kills it with SIGKILL).
@@ -442,12 +845,15 @@ def test_wam_stops_when_the_robot_shuts_down_and_resumes_without_a_jump(own_wam)
     assert wam.sim.stop() == 0
     t_stop, stop = arrivals[-1]  # the stop: the last command until states return
     last_state = max(state_times)
-    # it comes after joint_state_timeout (0.1 s), within a tick plus delivery slack; the
-    # commands before it were sent while the states were fresh
+    # it comes after joint_state_timeout (0.1 s) from when the controller received the last
+    # state (so at least 0.1 s after it was sent), at the next tick. Upper bounds allow for
+    # the machine, not the logic: the state's delivery latency (the controller counts from
+    # receipt) and a tick delayed by CPU starvation (the loaded soak saw ticks 20 ms late);
+    # the retries this test had hid exactly those (bounds of 2 and 52 ms)
     delay = 1e-9 * (t_stop - last_state)
     print(f'stop trajectory {delay * 1e3:.0f} ms after the last joint_states')
-    assert 0.1 <= delay < 0.1 + 0.002 + 0.05, wam.ctl.stderr[-3000:]
-    assert 1e-9 * (arrivals[-2][0] - last_state) < 0.1 + 0.002
+    assert 0.1 <= delay < 0.1 + SCHEDULING_SLACK, wam.ctl.stderr[-3000:]
+    assert 1e-9 * (arrivals[-2][0] - last_state) < 0.1 + SCHEDULING_SLACK
     # it brakes from the path at its stamp to rest, within the limits
     times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
                       for p in stop.points])
@@ -464,7 +870,7 @@ def test_wam_stops_when_the_robot_shuts_down_and_resumes_without_a_jump(own_wam)
     wam.sim = NodeProcess('ik_control.ros.sim_robot_node', [
         f'initial_positions:={_array(q_stop)}' if a.startswith('initial_positions') else a
         for a in wam.sim_args])
-    msg = wam.commands.wait(timeout=STARTUP)
+    msg = wam.commands.current(timeout=STARTUP)  # not one queued from before the stop
     assert np.max(np.abs(np.array(msg.points[0].positions) - q_stop)) < 0.01
 
 

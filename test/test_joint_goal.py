@@ -112,3 +112,109 @@ def test_a_pose_goal_ends_a_plan():
     c.set_joint_trajectory(WAM.joint_names, [0.0, 5.0], [q0, q0 + 0.3], None, start=0.0)
     c.set_target_matrix('tool', WAM.frame_placements(q0)[0])
     assert c.joint_goal is None
+
+
+def test_a_refused_twist_leaves_a_plan_running():
+    # a NaN twist is refused before it can end the plan (it used to cancel it first)
+    from ik_control.control.controller import ControllerConfig, ResolvedRateController
+
+    c = ResolvedRateController(WAM, ControllerConfig(rate_hz=500.0))
+    q0 = robots.ready_pose('wam')
+    c.set_joint_state(WAM.joint_names, q0, 0.0)
+    c.update(0.0)
+    c.set_joint_trajectory(WAM.joint_names, [0.0, 5.0], [q0, q0 + 0.3], None, start=0.0)
+    with pytest.raises(InputError):
+        c.set_twist_target('tool', [float('nan'), 0.0, 0.0], [0.0, 0.0, 0.0], 0.01)
+    assert c.joint_goal is not None
+    c.set_twist_target('tool', [0.01, 0.0, 0.0], [0.0, 0.0, 0.0], 0.02)
+    assert c.joint_goal is None
+
+
+def test_a_late_command_makes_the_plans_clock_wait_then_run_on():
+    # a straight plan at 0.2 rad/s per joint from q0: the command is found 20 ms behind it
+    # at half its speed after a late tick
+    q0 = robots.ready_pose('wam')
+    v = np.full(WAM.nq, 0.2)
+    goal = JointGoal(WAM, WAM.joint_names, [0.0, 2.0], [q0, q0 + 2.0 * v], None, start=0.0)
+    out = np.empty(WAM.nq)
+    goal.desired_velocity(0.5, goal.reference(0.5)[0], 10.0, out)
+    np.testing.assert_allclose(out, v, atol=1e-12)  # on time: the plan as it is
+    a_max = np.full(WAM.nq, 5.0)
+    goal.slow_down(0.6, goal.reference(0.58)[0], 0.5 * v, 0.05, a_max)
+    assert goal.plan_time(0.6) == pytest.approx(0.58) and goal.rate == pytest.approx(0.5)
+    goal.desired_velocity(0.602, goal.reference(0.58)[0], 10.0, out)
+    # half the plan's speed, and the offset to where the plan is at s = 0.58 + 0.5 * 2 ms
+    np.testing.assert_allclose(out, 0.5 * v + 10.0 * v * 0.001, atol=1e-9)
+    # the rate returns to 1 as fast as a_max allows the fastest joint: 5 / 0.2 = 25 1/s,
+    # at most RATE_RAMP_LIMIT (20 1/s): from 0.5 within 25 ms
+    assert goal.rate == pytest.approx(0.5 + 20.0 * 0.002)
+    for k in range(2, 15):
+        goal.desired_velocity(0.6 + 0.002 * k, q0, 10.0, out)
+    assert goal.rate == 1.0
+    lag = 0.6 + 0.002 * 14 - goal.plan_time(0.6 + 0.002 * 14)
+    assert 0.02 < lag < 0.05  # behind by the 20 ms it waited and the slower ramp
+    end = q0 + 2.0 * v
+    assert not goal.done(2.0 + lag / 2, end, np.zeros(WAM.nq))  # the plan's end is later
+    assert goal.done(2.0 + lag, end, np.zeros(WAM.nq))
+    # a command ahead of the plan or at rest where the plan rests: nothing to wait for
+    goal.slow_down(3.0, end, np.zeros(WAM.nq), 0.05, a_max)
+    assert goal.rate == 1.0
+
+
+def _curved_plan(q0, seconds=3.0, step=0.01):
+    """
+    Return a curved joint path from ``q0``, ``(times, q, v)``.
+
+    Each joint swings with its own period, at rest at both ends, asking up to 4 rad/s^2
+    (the limit is 5): catching up has little room.
+    """
+    t = np.arange(0.0, seconds + step / 2, step)
+    w = 2.0 * np.pi / seconds * np.array([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0])
+    amp = 4.0 / w ** 2 * np.array([0.2, 0.25, 0.3, 0.2, 0.5, 0.3, 0.4])
+    q = q0 + amp * (1.0 - np.cos(np.outer(t, w)))
+    v = amp * w * np.sin(np.outer(t, w))
+    return t, q, v
+
+
+def _distance_to_path(q, path):
+    """Joint-space distance [rad] (the largest joint's) from ``q`` to the densely sampled path."""
+    return float(np.min(np.max(np.abs(path - q), axis=1)))
+
+
+def test_a_starved_loop_follows_the_plans_path_and_ends_late():
+    """
+    Every 10th tick comes 16 ms late: the command brakes on its tail each time.
+
+    The plan waits for it instead of catching up joint by joint, so the command stays on
+    the plan's path (0.4 mrad off it; without the clock, catching up, 71 mrad: measured
+    with ``slow_down`` not called) and the plan ends late, within every limit.
+    """
+    from command_checks import assert_window_within_limits
+    from ik_control.control.controller import ControllerConfig, ResolvedRateController
+
+    config = ControllerConfig(rate_hz=500.0, max_acceleration=(5.0,))
+    c = ResolvedRateController(WAM, config)
+    q0 = robots.ready_pose('wam') + np.array([0.0, -0.3, 0.0, -0.4, 0.0, -0.5, 0.0])
+    times, q, v = _curved_plan(q0)
+    fine = np.arange(0.0, times[-1], 0.0005)
+    path = np.array([JointGoal(WAM, WAM.joint_names, times, q, v, 0.0).reference(t)[0]
+                     for t in fine])
+    c.set_joint_state(WAM.joint_names, q0, 0.0)
+    command = c.update(0.0)
+    c.set_joint_trajectory(WAM.joint_names, times, q, v, start=0.0)
+    lo, hi = WAM.lower + config.position_margin, WAM.upper - config.position_margin
+    now, worst = 0.0, 0.0
+    for k in range(1, 20000):
+        gap = c.dt + (0.016 if k % 10 == 0 else 0.0)
+        robot = command.at(gap)[0]  # the robot follows the last window it got
+        now += gap
+        c.set_joint_state(WAM.joint_names, robot, now)
+        command = c.update(now)
+        assert_window_within_limits(lo, hi, c.v_max, c.a_max, command)
+        worst = max(worst, _distance_to_path(command.positions[0], path))
+        if c.joint_goal is None:
+            break
+    assert c.late_ticks > 50
+    assert worst < 0.003, f'{worst * 1e3:.1f} mrad off the plan'
+    assert now > times[-1] + c.late_time / 2  # it ends late
+    np.testing.assert_allclose(command.positions[-1], q[-1], atol=1e-3)

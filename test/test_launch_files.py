@@ -24,14 +24,17 @@ import importlib.util
 import os
 import sys
 import types
+from xml.etree import ElementTree
 
 from ik_control import launch_util, robots
 from ik_control.ik.pose_error import ERROR_MODES
 from ik_control.ik.solver import METHODS
 from ik_control.kinematics import RobotModel
+from ik_control.kinematics.dh_file import load_dh_file
 from ik_control.ros import ik_controller_node, sim_robot_node
 from ik_control.ros.parameters import Param
 import numpy as np
+import pinocchio as pin
 import pytest
 from rclpy.parameter import Parameter
 from ros_helpers import NodeProcess, REPO_ROOT, RosTestContext
@@ -355,7 +358,8 @@ def string_value(value):
 def test_bringup_launch_nodes(launch_api, robot_name, sim):
     files = ROBOTS[robot_name]
     declared_args, actions = run_launch_file(f'{robot_name}.launch.py', sim=sim)
-    assert set(declared_args) == {'sim', 'backend', 'rate_hz'}
+    assert set(declared_args) == {'urdf', 'sim', 'backend', 'rate_hz'}
+    assert declared_args['urdf']['default_value'] == files['urdf']
     assert declared_args['sim']['default_value'] == 'true'
     assert declared_args['backend']['default_value'] == 'kinematic'
     assert float(declared_args['rate_hz']['default_value']) == files['rate_hz']
@@ -394,6 +398,111 @@ def test_bringup_launch_arguments_override(launch_api):
     assert parameter_dict(node_by_executable(actions, 'sim_robot'))[1]['backend'] == 'mujoco'
     with pytest.raises(ValueError, match='rate_hz must be a number'):
         run_launch_file('wam.launch.py', rate_hz='fast')
+
+
+# A DH file given as launch argument urdf, and the bringup whose parameter file it replaces
+# the robot of: sam9 (9 joints, limits +-pi) and the WAM's DH table (asymmetric limits).
+DH_BRINGUPS = [('wam.launch.py', 'config/robots/sam9.yaml'),
+               ('simon.launch.py', 'config/robots/wam_dh.yaml')]
+
+
+def _reference_tool(urdf_text, base, tip, joint_names, q):
+    """Placement of ``tip`` in ``base`` at joint values ``q`` by a fresh pinocchio model."""
+    model = pin.buildModelFromXML(urdf_text)
+    data = model.createData()
+    config = pin.neutral(model)
+    assert model.nq == len(joint_names)
+    for name, value in zip(joint_names, q):
+        config[model.joints[model.getJointId(name)].idx_q] = value
+    pin.framesForwardKinematics(model, data, config)
+    T = data.oMf[model.getFrameId(base)].inverse() * data.oMf[model.getFrameId(tip)]
+    return T.homogeneous
+
+
+@pytest.mark.parametrize('launch_file, dh_file', DH_BRINGUPS)
+@pytest.mark.parametrize('sim', ['true', 'false'])
+def test_bringup_with_a_dh_file(launch_api, launch_file, dh_file, sim):
+    dh = load_dh_file(repo_path(dh_file))
+    joints = list(dh.joint_names)
+    _, actions = run_launch_file(launch_file, urdf=dh_file, sim=sim)
+    params_file = launch_util.package_file(ROBOTS[launch_file.split('.')[0]]['params'])
+
+    # robot_state_publisher: the URDF text generated from the DH file
+    rsp = node_by_executable(actions, 'robot_state_publisher')
+    text = string_value(parameter_dict(rsp)[1]['robot_description'])
+    assert text == dh.urdf()
+    urdf_joints = [j.get('name') for j in ElementTree.fromstring(text).findall('joint')
+                   if j.get('type') in ('revolute', 'prismatic', 'continuous')]
+    assert urdf_joints == joints and len(joints) == (9 if 'sam9' in dh_file else 7)
+
+    # the same kinematics as the DH table (SAM eq. 2), by pinocchio from the text
+    rng = np.random.default_rng(17)
+    lower = np.array([r.lower for r in dh.rows])
+    upper = np.array([r.upper for r in dh.rows])
+    for q in rng.uniform(lower, upper, size=(3, len(joints))):
+        T = _reference_tool(text, dh.base_link, dh.tool_link, joints, q)
+        assert np.allclose(T, dh.forward(q), atol=1e-9)
+
+    # ik_controller: the DH robot's set-up replaces the parameter file's, and it loads
+    controller = node_by_executable(actions, 'ik_controller')
+    file_list, overrides = parameter_dict(controller)
+    assert file_list == [params_file]
+    overrides['robot_description'] = string_value(overrides['robot_description'])
+    assert overrides['robot_description'] == text
+    assert overrides['base_frame'] == dh.base_link
+    assert overrides['end_effectors'] == [dh.tool_link]
+    assert overrides['end_effector_modes'] == ['pose']
+    assert overrides['joints'] == joints
+    values = launch_util.node_parameters(params_file, CONTROLLER)
+    values.update(overrides)
+    model = ik_controller_node.load_model(values)
+    assert list(model.joint_names) == joints
+    q = rng.uniform(lower, upper)
+    assert np.allclose(model.frame_placements(q)[0], dh.forward(q), atol=1e-9)
+    reference, start = robots.load(repo_path(dh_file))   # as bench and play load it
+    assert np.allclose(reference.frame_placements(q), model.frame_placements(q))
+
+    sims = [n for n in nodes_of(actions) if n.kwargs['executable'] == 'sim_robot']
+    if sim == 'false':
+        assert sims == [] and len(nodes_of(actions)) == 2
+        return
+    # sim_robot: the DH robot's joints, from the middle of its limits
+    sim_node, = sims
+    file_list, overrides = parameter_dict(sim_node)
+    assert file_list == [params_file]
+    overrides['robot_description'] = string_value(overrides['robot_description'])
+    assert overrides['robot_description'] == text
+    assert overrides['joints'] == joints
+    assert np.allclose(overrides['initial_positions'], 0.5 * (lower + upper))
+    assert np.allclose(overrides['initial_positions'], start)
+    values = launch_util.node_parameters(params_file, SIM)
+    values.update(overrides)
+    simulated = sim_robot_node.make_sim(values, 0.0)
+    assert list(simulated.joint_names) == joints
+    assert np.allclose(simulated.position, 0.5 * (lower + upper))
+
+
+def test_bringup_urdf_argument_paths(launch_api, tmp_path, monkeypatch):
+    # a URDF by absolute path: its text, with the parameter file's set-up
+    urdf = tmp_path / 'my_wam.urdf'
+    urdf.write_text(open(repo_path('urdf/wam.urdf'), encoding='utf-8').read()
+                    .replace('<robot name="wam"', '<robot name="my_wam"'))
+    _, actions = run_launch_file('wam.launch.py', urdf=str(urdf))
+    file_list, overrides = parameter_dict(node_by_executable(actions, 'ik_controller'))
+    assert string_value(overrides.pop('robot_description')) == urdf.read_text()
+    assert overrides == {'rate_hz': 500.0}
+    # a relative path: the current directory first, then the package share
+    monkeypatch.chdir(tmp_path)
+    assert os.path.samefile(launch_util.robot_file('my_wam.urdf'), urdf)
+    assert os.path.samefile(launch_util.robot_file('config/robots/sam9.yaml'),
+                            repo_path('config/robots/sam9.yaml'))
+    for bad in ('missing.yaml', str(tmp_path / 'missing.urdf'), ' '):
+        with pytest.raises(ValueError, match='launch argument urdf'):
+            run_launch_file('wam.launch.py', urdf=bad)
+    broken = tmp_path / 'broken.yaml'
+    broken.write_text('joints: []\n')
+    with pytest.raises(ValueError, match='joints must be a non-empty list'):
+        run_launch_file('wam.launch.py', urdf=str(broken))
 
 
 @pytest.mark.parametrize('robot_name', sorted(ROBOTS))
@@ -587,3 +696,43 @@ def test_nodes_start_with_parameter_file(ros, started_nodes, robot_name):
         assert entry[key].returncode is None, f'{key} exited\n{_output(entry)}'
         assert 'startup failed' not in entry[key].stderr
         assert 'invalid configuration' not in entry[key].stderr
+
+
+def test_the_wam_given_its_urdf_text_in_robot_description_reaches_a_goal(ros, started_nodes):
+    """
+    The WAM's controller, started as the launch files start it, follows a pose goal.
+
+    Its URDF is the text in ``robot_description`` (a string parameter from a parameter
+    file, what launch writes for ``ParameterValue(text, value_type=str)``; urdf_path is
+    empty in config/wam.yaml). The goal, the tool's pose at another configuration, must
+    be reached within 1 mm and 10 mrad, measured from the robot's joint_states by
+    pinocchio on urdf/wam.urdf. A node that read its model from urdf_path alone does not
+    start; one that took the text for YAML or lost part of it does not reach the goal.
+    """
+    from geometry_msgs.msg import PoseStamped
+    from ik_control.validation import matrix_to_quaternion
+    from std_msgs.msg import Bool
+    from test_ik_controller_node import _errors, LATCHED, PinocchioFK
+
+    entry = started_nodes['wam']
+    ns = entry['ns']
+    reached = ros.collect(Bool, f'{ns}/{CONTROLLER}/tool/goal_reached', LATCHED)
+    pub = ros.node.create_publisher(PoseStamped, f'{ns}/{CONTROLLER}/tool/target_pose', 10)
+    assert ros.wait_for_subscribers(pub, 1, timeout=30.0), _output(entry)
+    entry['states'].wait(timeout=20.0)
+    fk = PinocchioFK(repo_path(ROBOTS['wam']['urdf']), 'wam_base')
+    goal = fk.placement(robots.SETUPS['wam'].joints,
+                        robots.ready_pose('wam') + [0.2, -0.2, 0.1, -0.2, 0.1, 0.2, 0.3],
+                        'tool')
+    msg = PoseStamped()
+    msg.header.frame_id = 'wam_base'
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, goal[:3, 3])
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = map(float, matrix_to_quaternion(goal[:3, :3]))
+    ros.spin_until(lambda: reached.messages, 5.0)  # the latched False of the start
+    reached.clear()
+    pub.publish(msg)
+    reached.wait(lambda m: m.data, timeout=20.0)
+    ros.spin_for(0.3)  # the robot follows the command a window behind
+    pos, rot = _errors(fk.of_state(entry['states'].last, 'tool'), goal)
+    assert pos < 1e-3 and rot < 1e-2, (pos, rot)

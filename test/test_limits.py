@@ -7,6 +7,7 @@ from ik_control.control import limits
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
 from ik_control.ik.solver import METHODS, SolverConfig
 import numpy as np
+import pinocchio as pin
 
 WAM = robots.robot('wam')
 SIMON = robots.robot('simon')
@@ -102,7 +103,7 @@ def test_closed_loop_commands_stay_within_limits(seed, method, rate, margin, v_s
     config = ControllerConfig(rate_hz=rate, gain=min(gain, rate), position_margin=margin,
                               velocity_scale=v_scale, max_acceleration=(accel,),
                               solver=SolverConfig(method=method, max_joint_step=0.0,
-                                                  centering_gain=float(rng.uniform(0, 0.1))))
+                                                  centering_gain=float(rng.uniform(0, 5.0))))
     q0 = WAM.random_configurations(1, rng, margin=0.1)[0]
     stale_at = int(rng.integers(50, 250)) if rng.random() < 0.3 else None
     commands = _run(WAM, config, q0, _random_targets(WAM, rng, 3), 0.6, rng, stale_at)
@@ -122,13 +123,34 @@ def test_simon_two_hands_commands_stay_within_limits(seed):
 @SETTINGS
 @given(st.integers(0, 2 ** 32 - 1))
 def test_a_reachable_goal_is_approached(seed):
+    """
+    The law brings the pose error down at the rate its gain sets, within the limits.
+
+    The error is the one the law weighs (position, and rotation times orientation_weight
+    [m/rad]). With gain K (solver.gain, 10/s) it falls as exp(-K t) where the Jacobian is
+    well conditioned, at the speed K * clamp_error (1 m/s) while ClampMag bounds a large
+    one (at most 0.7 s here), after the acceleration limit's ramp (~0.2 s); near a
+    singularity the damping slows the last millimetres (seeds 0-999: at most 4.4 % of the
+    start left after 3 s, 3.1 % the next worst). Bound: what the law leaves after 0.2 s of
+    the 3 at its gain, exp(-K 0.2 s) = 13.5 %. A law 20x too slow (gain 0.5/s) leaves
+    23-63 %, 50x (0.2/s) 55-84 % (seeds 0-7).
+
+    The position-IK fallback is off: it finishes on a worker thread in wall-clock time, and
+    its joint-space approach reaches the goal whatever the gain (at 0.2/s the error left
+    was 0.3-1.3 %, which is how the old bound, 20 % of the start distance, passed a law
+    50x too slow). test_fallback.py tests it.
+    """
     rng = np.random.default_rng(seed)
-    config = ControllerConfig(rate_hz=500.0)
+    config = ControllerConfig(rate_hz=500.0, fallback_strategy='off')
+    w = config.solver.orientation_weight
     q0 = WAM.random_configurations(1, rng, margin=0.15)[0]
     goal_q = np.clip(q0 + rng.normal(0, 0.3, WAM.nq), WAM.lower + 0.15, WAM.upper - 0.15)
     goal = WAM.frame_placements(goal_q)[0]
-    start = np.linalg.norm(WAM.frame_placements(q0)[0, :3, 3] - goal[:3, 3])
+    T0 = WAM.frame_placements(q0)[0]
+    start = np.hypot(np.linalg.norm(T0[:3, 3] - goal[:3, 3]),
+                     w * np.linalg.norm(pin.log3(T0[:3, :3].T @ goal[:3, :3])))
     last = None
     for controller, _ in _run(WAM, config, q0, [('tool', goal)], 3.0, rng):
         last = controller
-    assert last.solver.err_pos[0] < max(0.2 * start, 2e-3)
+    error = np.hypot(last.solver.err_pos[0], w * last.solver.err_rot[0])
+    assert error <= start * np.exp(-config.gain * 0.2), (error, start)

@@ -22,6 +22,7 @@ from nav_msgs.msg import Path
 import numpy as np
 import pinocchio as pin
 import pytest
+from ros_helpers import stamp_seconds
 from std_msgs.msg import String
 from test_ik_controller_node import Bringup, STARTUP
 
@@ -125,6 +126,47 @@ def test_a_profiles_priorities_weight_the_obstacle_avoidance_while_it_plays():
     assert gains[-1] == c.config.obstacle_gain
 
 
+class _WeightedLine:
+    """A motion 10 cm along y in 1 s, its ``primary`` weight constant (SAM sec. V)."""
+
+    end_time = 1.0
+
+    def __init__(self, start, primary):
+        self.start, self.primary = start, primary
+
+    def sample(self, t):
+        T = self.start.copy()
+        T[1, 3] += 0.1 * min(max(t, 0.0), 1.0)
+        return T
+
+    def twist(self, t):
+        return np.array([0.0, 0.1 if 0.0 <= t < 1.0 else 0.0, 0.0, 0.0, 0.0, 0.0])
+
+    def weights(self, t):
+        return {'primary': self.primary, 'secondary': 1.0}
+
+
+@pytest.mark.parametrize('primary', [0.0, 0.5, 1.0])
+def test_a_motions_primary_weight_scales_how_closely_the_hand_follows(primary):
+    # the task's correction J^# K e times the weight: 0 holds the hand, 1 tracks the line
+    c = _controller()
+    start, _ = c.motion_start('tool', 0.0)
+    motion = _WeightedLine(start, primary)
+    c.follow_motion('tool', motion, 0.0, 'a weighted line')
+    for k in range(1, int(0.5 / 0.002)):
+        now = k * 0.002
+        c.set_joint_state(WAM.joint_names, c.q_cmd, now)
+        c.update(now)
+    moved = WAM.frame_placements(c.q_cmd)[0, 1, 3] - start[1, 3]
+    due = motion.sample(0.5 + c.lead)[1, 3] - start[1, 3]  # where the line is by then
+    if primary == 0.0:
+        assert abs(moved) < 1e-6
+    elif primary == 1.0:
+        assert abs(moved - due) < 1e-3
+    else:  # a first-order lag behind the line at rate 0.5 K: well behind, still moving
+        assert 0.2 * due < moved < due - 5e-3
+
+
 def test_velocity_profile_requests_parse_or_are_refused():
     from ik_control.ros.ik_controller_node import _profile_request
     from ik_control.validation import InputError
@@ -189,14 +231,14 @@ def _measured_poses(wam, fk, seconds):
     n = len(wam.states.messages)
     wam.ctx.spin_for(seconds)
     msgs = wam.states.messages[n:]
-    stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
+    stamps = np.array([stamp_seconds(m) for m in msgs])
     return stamps, np.array([fk(m) for m in msgs])
 
 
 def test_a_path_and_a_profile_sent_to_the_node_move_the_robot_as_specified(wam):
     fk = UrdfFk()
     wam.ctx.spin_for(0.5)
-    T0 = fk(wam.states.wait(timeout=5.0))
+    T0 = fk(wam.states.current())
     keys = _keys(T0)
     wam.goal['tool'].clear()
     sent = time.time()
@@ -206,7 +248,11 @@ def test_a_path_and_a_profile_sent_to_the_node_move_the_robot_as_specified(wam):
     # node takes it, a few milliseconds after it was sent)
     for T, t in zip(keys, KEY_TIMES):
         near = np.abs(stamps - (sent + t)) < 0.1
-        assert near.any()
+        # (a hole in what this process received, or in what the robot published; seen once
+        # in a fresh-clone run, 2026-11-24: the gap says which samples are missing)
+        assert near.any(), (f'no joint_states within 0.1 s of {t} s after the path was '
+                            f'sent; largest gap {np.max(np.diff(stamps)):.3f} s, at '
+                            f'{stamps[np.argmax(np.diff(stamps))] - sent:.3f} s')
         assert np.min(np.linalg.norm(poses[near, :3, 3] - T[:3, 3], axis=1)) < 0.005, t
     np.testing.assert_allclose(poses[-1, :3, 3], keys[-1, :3, 3], atol=1e-3)
     wam.wait_goal('tool', timeout=5.0)

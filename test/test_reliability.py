@@ -27,6 +27,7 @@ from ik_control.ik.solver import SolverConfig
 from ik_control.validation import InputError, matrix_to_quaternion
 import numpy as np
 import pytest
+from ros_helpers import SCHEDULING_SLACK
 
 WAM = robots.robot('wam')
 SIMON = robots.robot('simon')
@@ -449,12 +450,6 @@ def own_rig():
         r.close()
 
 
-# DDS timing on a shared 2-core machine: a test that kills a node is retried from a fresh
-# pair of nodes before it counts as failed (a real fault fails every attempt).
-RETRY = pytest.mark.flaky(reruns=2, reruns_delay=1)
-
-
-@RETRY
 def test_controller_killed_mid_motion_restarts_from_the_measured_state(own_rig):
     rig = own_rig
     probe = rig.probe
@@ -484,7 +479,6 @@ def test_controller_killed_mid_motion_restarts_from_the_measured_state(own_rig):
     assert np.max(np.abs(v[-1])) < 1e-6  # it holds the pose it found: no old goal resumed
 
 
-@RETRY
 def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jump(own_rig):
     """
     SIGKILL the robot mid-motion (test_ik_controller_node stops it with SIGINT).
@@ -511,8 +505,11 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     stop = rig.log[-1][1]  # the stop, then nothing
     delay = rig.sent[id(stop)] - max(state_sent)
     print(f'stop trajectory {delay * 1e3:.0f} ms after the last joint_states')
-    assert 0.1 <= delay < 0.1 + 0.002 + 0.1
-    assert rig.sent[id(rig.log[-2][1])] - max(state_sent) < 0.1 + 0.002  # ticks before it
+    # at least joint_state_timeout after the state was sent (the controller counts from
+    # receipt); the upper bounds allow a delivery latency and a late tick on a starved
+    # machine (SCHEDULING_SLACK; the bounds of 2 ms this test had were retried away)
+    assert 0.1 <= delay < 0.1 + SCHEDULING_SLACK
+    assert rig.sent[id(rig.log[-2][1])] - max(state_sent) < 0.1 + SCHEDULING_SLACK
     assert np.max(np.abs(stop.points[-1].velocities)) == 0.0
     assert probe.spin_until(lambda: 'STALE_STATE' in probe.diagnostics.get(
         'status_codes', '') and probe.diagnostics.get('level') == 2, 5.0)
@@ -629,23 +626,25 @@ def test_clock_jumps_under_sim_time_are_handled():
     assert not crashes, crashes
 
 
-MAX_GAP = 0.25  # [s] between two commands during a burst of goals (loaded machine)
-
-
 def test_a_10khz_burst_of_targets_never_stalls_the_loop_and_only_the_newest_counts(rig):
     """
-    10,000 pose goals in a second: the loop keeps commanding and the newest goal is reached.
+    10,000 pose goals at 10 kHz: the loop keeps commanding and the newest goal is reached.
 
-    The command rate during the burst is printed, not asserted: on this 2-core machine the
-    test's own publisher takes a core, and the rate then says more about the machine's
-    load than about the node (it is a benchmark figure). What a user relies on is that a
-    flood of goals never stalls the stream: no gap between commands (DDS send times)
-    longer than MAX_GAP. That catches a loop blocked by the flood (goals handled where
-    they hold the loop up, or a loop that waits for the goal queue to drain), not a
-    slower rate: before the goals were taken as bytes (33 us a message in rclpy, 4 us
-    now) the loop kept 275-357 of 500 ticks a second through such a burst, 417-486 after.
+    The burst is 10,000 goals whatever the time they take (at most 10 kHz: one second on
+    an idle machine; a starved test process was seen to send 750 in its second, and the
+    old check of 2000 failed on the machine, not the node). The command rate during the
+    burst is printed, not asserted: on this 2-core machine the test's own publisher takes
+    a core, and the rate then says more about the machine's load than about the node (it
+    is a benchmark figure). What a user relies on is that a flood of goals never stalls
+    the stream: no gap between commands (DDS send times) longer than one control period
+    (config/wam.yaml: 500 Hz) plus SCHEDULING_SLACK (a tick starved of CPU on a loaded
+    2-core machine). That catches a loop blocked by the flood (goals handled where they
+    hold the loop up, or a loop that waits for the goal queue to drain), not a slower
+    rate: before the goals were taken as bytes (33 us a message in rclpy, 4 us now) the
+    loop kept 275-357 of 500 ticks a second through such a burst, 417-486 after.
     """
     probe = rig.probe
+    max_gap = 1.0 / probe.controller_parameters(['rate_hz'])['rate_hz'] + SCHEDULING_SLACK
     rig.settle()
     T0 = probe.current_poses()[0]
     a, b, last = (T0.copy() for _ in range(3))
@@ -661,7 +660,7 @@ def test_a_10khz_burst_of_targets_never_stalls_the_loop_and_only_the_newest_coun
     sent, period = 0, 1e-4
     messages = (probe.pose_message(b), probe.pose_message(a))
     publish = probe.pose_pub['tool'].publish
-    while time.monotonic() - t0 < 1.0:  # 10 kHz for 1 s, alternating between a and b
+    while sent < 10000:  # at most 10 kHz, alternating between a and b
         while time.monotonic() < t0 + sent * period:
             pass
         publish(messages[sent % 2])
@@ -675,9 +674,8 @@ def test_a_10khz_burst_of_targets_never_stalls_the_loop_and_only_the_newest_coun
     print(f'burst: {sent + 1} goals in {elapsed:.2f} s ({(sent + 1) / elapsed:.0f}/s); '
           f'commands {commands / elapsed:.0f}/s during, {before:.0f}/s before; '
           f'joint_states {states / elapsed:.0f}/s')
-    assert sent > 2000  # a burst, even on a loaded machine
     times = np.array([rig.sent[id(m)] for _, m in rig.log[n:]])
-    assert len(times) > 10 and np.max(np.diff(times)) < MAX_GAP, np.max(np.diff(times))
+    assert len(times) > 10 and np.max(np.diff(times)) <= max_gap, np.max(np.diff(times))
     rig.settle(15.0)
     probe.spin_for(0.2)
     reached = WAM.frame_placements(probe.last_state_q)[0]

@@ -100,7 +100,13 @@ def test_publishes_joint_states(kinematic_node, ctx):
     assert abs(time_to_sec(msg.header.stamp) - time.time()) < 1.0
     states.clear()
     ctx.spin_for(0.5)
-    assert len(states.messages) > 100  # 500 Hz nominal
+    # 500 Hz nominal, judged by the stamps: this process may drop messages (depth 10)
+    # when it is slow to take them, and counting them measured this process (56 of 250
+    # once, under load), while consecutive ones it took are a publishing period apart
+    stamps = np.array([time_to_sec(m.header.stamp) for m in states.messages])
+    assert len(stamps) >= 10 and stamps[-1] - stamps[0] > 0.3
+    gaps = np.diff(stamps)
+    assert np.all(gaps > 0) and np.median(gaps) < 0.004, np.round(gaps * 1e3, 2)
 
 
 def test_moves_to_commanded_position(kinematic_node, ctx):

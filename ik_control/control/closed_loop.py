@@ -22,7 +22,7 @@ import numpy as np
 
 def tracking_config(rate_hz, **overrides):
     """Return the ControllerConfig of SAM eq. 20 at ``rate_hz`` [Hz] (module docstring)."""
-    solver = SolverConfig(error_mode='sam', clamp_error=0.0, clamp_error_rotation=0.0,
+    solver = SolverConfig(error_mode='axis_cross', clamp_error=0.0, clamp_error_rotation=0.0,
                           max_joint_step=0.0)
     settings = {'rate_hz': rate_hz, 'gain': rate_hz, 'max_expected_latency': 1.0 / rate_hz,
                 'solver': solver}

@@ -26,11 +26,14 @@ from the commanded state (``q(t) = q + v t - a sign(v) t^2 / 2`` until ``t = |v|
 then it commands nothing until states return (``STALE_STATE``); it resumes from the
 measured state, at rest (the robot is there: its command stream had stopped).
 
-Every goal ends (:mod:`~ik_control.control.goal_state`): reached, replaced, or
-unreachable when its error has not fallen by ``PROGRESS_FRACTION`` of itself for
-``unreachable_time`` (scale-free: a goal 10 m or 1e12 m away ends as surely as one 1 cm
-beyond reach, while the arm still creeps). ``hold`` pauses the goals, ``resume``
-continues them. Transitions are queued as events (:meth:`drain_events`).
+Every goal ends (:mod:`~ik_control.control.goal_state`): reached (the *measured* pose,
+from joint_states, within tolerance, and the command at rest), replaced, or unreachable.
+A goal whose error has not fallen by ``PROGRESS_FRACTION`` of itself for
+``unreachable_time`` (scale-free: a goal 10 m or 1e12 m away is judged as surely as one
+1 cm beyond reach, while the arm still creeps) is handed to the position-IK fallback
+(:mod:`~ik_control.control.fallback`); it is unreachable when the position IK finds no
+solution, or when it stalls again after the fallback. ``hold`` pauses the goals,
+``resume`` continues them. Transitions are queued as events (:meth:`drain_events`).
 
 Times come from the caller's clock (the node's: system or simulated time). When it jumps
 backward (a simulation reset, a looping bag, a clock step), every time the controller
@@ -45,14 +48,18 @@ from dataclasses import dataclass, field, replace
 import math
 from typing import NamedTuple
 
+from ik_control.control import classical_mode, constrained_motion
 from ik_control.control import limits as limits_mod
-from ik_control.control.command_window import CommandWindow, sample_points
+from ik_control.control.command_window import CommandWindow, sample_points, TIME_RESOLUTION
+from ik_control.control.fallback import HANDBACK, IkFallback, MAX_TRIES, STRATEGIES
 from ik_control.control.goal_state import Event, GoalState
 from ik_control.control.joint_goal import JointGoal
 from ik_control.control.robot_link import (CONFIRM_SAMPLES, JOIN_DONE, join_velocity,
                                            LinkState, PlausibilityFilter)
 from ik_control.control.status import Status
+from ik_control.ik import nullspace
 from ik_control.ik.obstacles import ObstacleAvoidance
+from ik_control.ik.pose_error import log3, pose_distance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
                                   SolverConfig, VelocitySolver)
 from ik_control.validation import finite_vector, InputError, quaternion_to_matrix, unit_quaternion
@@ -73,6 +80,10 @@ STILL_SPEED = 0.01  # joint speed below which the arm counts as at rest [rad/s]
 # many unreachable_time without progress whatever the arm does (it may creep for ever
 # along a singular direction) [-]
 CREEP_PERIODS = 4.0
+# a goal whose error has not halved for this many unreachable_time is slow (creeping
+# toward it along a singular direction, say): it goes to the position-IK fallback,
+# though it is not unreachable [-]
+SLOW_PERIODS = 4.0
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
 # measured positions further outside the URDF limits are refused: a drive's overshoot
@@ -102,36 +113,50 @@ _VELOCITY_LIMITED = int(Status.VELOCITY_LIMITED)
 
 @njit(cache=True, nogil=True)
 def _goal_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, best_time, now,
-                 unreachable_time, goal_reached, stuck):
+                 unreachable_time, goal_reached, stuck, slow):
     """
     Goal bookkeeping of one tick (:meth:`ResolvedRateController._goal_bookkeeping`).
 
     Sets ``goal_reached`` (within tolerance, a pose goal, not parked, every joint slower
     than ``GOAL_SPEED`` at every point of ``v_cmd``, the command window's velocities),
-    records progress in ``best_error``/``best_time`` -- the error ``e = err_p / tol_p +
-    err_r / tol_r`` counts as progress when ``e < (1 - PROGRESS_FRACTION) best_error`` --
-    and marks in ``stuck`` the pose goals without progress for ``unreachable_time``
-    and either the arm at rest (every joint slower than ``STILL_SPEED``) or no progress
-    for ``CREEP_PERIODS`` times as long. Returns True when some are stuck.
+    records progress in ``best_error``/``best_time`` (ne x 2) -- the error ``e = err_p /
+    tol_p + err_r / tol_r`` counts as progress when ``e < (1 - PROGRESS_FRACTION)
+    best_error[:, 0]``, and as halved when ``e < best_error[:, 1] / 2`` -- and marks in
+    ``stuck`` the pose goals without progress for ``unreachable_time`` and either the arm
+    at rest (every joint slower than ``STILL_SPEED``) or no progress for
+    ``CREEP_PERIODS`` times as long, in ``slow`` those not halved for ``SLOW_PERIODS``
+    times as long. Returns 1 when some are stuck, plus 2 when some are slow, plus 4 when
+    a pose goal is within tolerance while the joints still move (the caller then judges
+    the hand's own speed: a nullspace motion moves the joints, not the hand).
     """
     speed = 0.0
     for j in range(v_cmd.size):
         speed = max(speed, abs(v_cmd[j]))
     settled = speed < GOAL_SPEED
-    any_stuck = False
+    flags = 0
     for i in range(err_p.size):
         close = err_p[i] <= tol_p and err_r[i] <= tol_r
         pose = mode[i] == MODE_POSE
         goal_reached[i] = close and pose and not parked[i] and settled
+        if close and pose and not parked[i] and not settled:
+            flags |= 4
         e = err_p[i] / tol_p + err_r[i] / tol_r
-        if e < (1.0 - PROGRESS_FRACTION) * best_error[i]:
-            best_error[i] = e
-            best_time[i] = now
-        idle = now - best_time[i]
-        stuck[i] = (pose and not close and not parked[i] and idle >= unreachable_time
+        if e < (1.0 - PROGRESS_FRACTION) * best_error[i, 0]:
+            best_error[i, 0] = e
+            best_time[i, 0] = now
+        if e < 0.5 * best_error[i, 1]:
+            best_error[i, 1] = e
+            best_time[i, 1] = now
+        idle = now - best_time[i, 0]
+        pending = pose and not close and not parked[i]
+        stuck[i] = (pending and idle >= unreachable_time
                     and (speed < STILL_SPEED or idle >= CREEP_PERIODS * unreachable_time))
-        any_stuck = any_stuck or stuck[i]
-    return any_stuck
+        slow[i] = pending and now - best_time[i, 1] >= SLOW_PERIODS * unreachable_time
+        if stuck[i]:
+            flags |= 1
+        if slow[i]:
+            flags |= 2
+    return flags
 
 
 class Command(NamedTuple):
@@ -171,6 +196,14 @@ class ControllerConfig:
     obstacle_influence: float = 0.1         # clearance below which obstacles repel [m]
     obstacle_gain: float = 5.0              # escape speed per metre inside it [1/s]
     link_radius: float = 0.05               # radius of the arm's capsules [m]
+    fallback_strategy: str = 'joint'        # stalled goal: joint | posture | off (fallback.py)
+    fallback_time_budget: float = 0.05      # CPU time of one position-IK solve [s]
+    # a pose goal's joint step: velocity (the law) | ccd | hal | analytic (classical_mode.py)
+    ik_method: str = 'velocity'
+    ccd_sweeps: int = 10                    # ik_method ccd: CCD sweeps per tick [-]
+    # Welman's constraints kept while tracking: YAML text or a list of constraint objects
+    # (constrained_motion.py); empty = none
+    constraints: object = ''
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(
         clamp_error=0.1, clamp_error_rotation=0.5, max_joint_step=0.0, centering_gain=0.0))
 
@@ -178,7 +211,7 @@ class ControllerConfig:
         """Raise :class:`InputError` naming the first bad value; returns self."""
         positive = ('rate_hz', 'gain', 'joint_state_timeout', 'twist_timeout',
                     'reseed_tolerance', 'velocity_scale', 'goal_position_tolerance',
-                    'goal_orientation_tolerance', 'unreachable_time')
+                    'goal_orientation_tolerance', 'unreachable_time', 'fallback_time_budget')
         for name in positive:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -188,6 +221,9 @@ class ControllerConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InputError(f'{name} must be a finite number >= 0, got {value!r}')
+        if self.fallback_strategy not in STRATEGIES:
+            raise InputError(f"fallback_strategy '{self.fallback_strategy}' is not one of "
+                             f'{list(STRATEGIES)}')
         if not (math.isfinite(self.position_margin) and self.position_margin >= 0):
             raise InputError(f'position_margin must be >= 0, got {self.position_margin}')
         if self.gain / self.rate_hz > 1.0:
@@ -200,6 +236,7 @@ class ControllerConfig:
             if any(not (math.isfinite(v) and v > 0) for v in values):
                 raise InputError(f'{name} values must be finite and > 0, got {list(values)}')
         self.solver.validate()
+        classical_mode.check_config(self)
         return self
 
 
@@ -216,6 +253,7 @@ class ResolvedRateController:
         self.configure(config or ControllerConfig())
         n, ne = self.nq, self.ne
         self.q_meas = None
+        self._v_meas = np.zeros(self.nq)  # measured velocity at a re-seed [rad/s]
         self._fresh = False
         self.state_time = -math.inf
         self.q_cmd = np.zeros(n)
@@ -237,17 +275,37 @@ class ResolvedRateController:
         self.goal_reached = np.zeros(ne, dtype=bool)
         self.parked = np.zeros(ne, dtype=bool)   # unreachable goal: holding the closest pose
         self._stuck = np.zeros(ne, dtype=bool)
+        self._slow = np.zeros(ne, dtype=bool)
+        self.goal_T = self.targets.copy()   # the user's goal per effector (parked: not targets)
+        # position-IK fallback (fallback.py): request pending, fallbacks used, the solution
+        # being approached (joint strategy) or pulled toward (posture), for which effectors
+        self.seeking = np.zeros(ne, dtype=bool)
+        self.fallback_tries = np.zeros(ne, dtype=np.int64)
+        self.fallback_uses = 0   # fallbacks that found a solution, since start
+        self.approach = None
+        self.posture = None
+        self._fallback_for = np.zeros(ne, dtype=bool)
+        self.unreachable_reason = [''] * ne
+        self._meas_ws = model.workspace()
+        self._ns_H = np.zeros((n, model.task_dim))
+        self._ns_beta = np.zeros(model.task_dim)
+        self._posture_z = np.zeros(n)
+        self._posture_dq = np.zeros(n)
         self.status = _NO_STATE
         self.holding = False
         self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
         self._last_tick = -math.inf
         self._reseed_time = -math.inf
-        self._best_error = np.full(ne, math.inf)
-        self._best_time = np.full(ne, math.inf)
+        # per effector: [1 % progress, halving] trackers (_goal_kernel)
+        self._best_error = np.full((ne, 2), math.inf)
+        self._best_time = np.full((ne, 2), math.inf)
         self._clock = -math.inf  # latest time seen, to notice backward clock jumps
         self.last_refusal = ''
         self.reseeds = 0
+        self.late_ticks = 0  # ticks so late that the command followed its braking tail
+        self.late_time = 0.0  # how long it followed it over those ticks [s]
+        self._knot_time = -math.inf  # when the last tick's knot is [s]
         self.implausible_states = 0  # measured states refused as impossible motion
         self.link = LinkState.NO_STATE
         self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
@@ -277,7 +335,7 @@ class ResolvedRateController:
         limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
         _goal_kernel(self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.mode,
                      self.parked, self.v_cmd, self._best_error.copy(), self._best_time.copy(),
-                     0.0, 1.0, self.goal_reached.copy(), self._stuck)
+                     0.0, 1.0, self.goal_reached.copy(), self._stuck, self._slow)
         self.solver.reset_targets()
         self._rot = np.zeros(3)
 
@@ -285,7 +343,11 @@ class ResolvedRateController:
     def configure(self, config):
         """Apply a new configuration (validated first; on error nothing changes)."""
         config.validate(self.nq)
+        # the controller's gains are per second, the solver's per update
         solver_config = replace(config.solver, gain=config.gain / config.rate_hz,
+                                centering_gain=config.solver.centering_gain / config.rate_hz,
+                                manipulability_gain=config.solver.manipulability_gain
+                                / config.rate_hz,
                                 max_joint_step=config.solver.max_joint_step)
         model = self.model
         v_max = (np.array(config.max_velocity, dtype=float) if config.max_velocity
@@ -301,6 +363,9 @@ class ResolvedRateController:
             raise InputError(f'max_velocity {v_max[j]:g} exceeds the URDF velocity limit '
                              f"{urdf[j]:g} of joint '{model.joint_names[j]}'")
         a = np.array(config.max_acceleration, dtype=float)
+        ik_mode = classical_mode.build(getattr(self, 'ik_mode', None), model, config)
+        constrained = constrained_motion.build(getattr(self, 'constrained', None), model, config)
+        self.ik_mode, self.constrained = ik_mode, constrained
         self.solver.configure(solver_config)  # after every check: on error nothing changes
         self.obstacles.influence = config.obstacle_influence
         self.obstacles.gain = config.obstacle_gain
@@ -309,6 +374,16 @@ class ResolvedRateController:
         self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
         self.dt = 1.0 / config.rate_hz
         self.lead = max(config.max_expected_latency, self.dt)
+        old = getattr(self, 'fallback', None)
+        if (old is None or old.ik.margin != config.position_margin
+                or (self.config.goal_position_tolerance, self.config.goal_orientation_tolerance)
+                != (config.goal_position_tolerance, config.goal_orientation_tolerance)):
+            self.fallback = IkFallback(model, config.position_margin,
+                                       config.goal_position_tolerance,
+                                       config.goal_orientation_tolerance,
+                                       config.fallback_time_budget,
+                                       None if old is None else old.executor)
+        self.fallback.time_budget = config.fallback_time_budget
         self._state_lo = model.lower - STATE_LIMIT_TOLERANCE
         self._state_hi = model.upper + STATE_LIMIT_TOLERANCE
         self.config = config
@@ -419,6 +494,7 @@ class ResolvedRateController:
         self._cancel_joint_goal('a pose goal')
         self._end_goal(i, frame)
         self.targets[i] = T
+        self.goal_T[i] = T
         self.mode[i] = MODE_POSE
         self.goal_reached[i] = False
         self.parked[i] = False
@@ -482,6 +558,7 @@ class ResolvedRateController:
 
     def _end_goal(self, i, frame):
         """Mark the goal effector ``i`` is pursuing, if any, replaced (a new one came)."""
+        self._end_fallback(i)
         if self.goal_state[i] in (GoalState.ACCEPTED, GoalState.ACTIVE, GoalState.HELD):
             self.goal_state[i] = GoalState.REPLACED
             self._event('goal_replaced', 'info',
@@ -494,12 +571,12 @@ class ResolvedRateController:
         Components beyond ``MAX_TWIST`` are refused (:class:`InputError`): they are not
         a command any arm could follow, and they would overflow the target integration.
         """
-        self._cancel_joint_goal('a twist goal')
         i = self.end_effector_index(frame)
         v = finite_vector(linear, 3, 'twist linear')
         w = finite_vector(angular, 3, 'twist angular')
         if max(np.max(np.abs(v)), np.max(np.abs(w))) > MAX_TWIST:
             raise InputError(f'twist components must be within {MAX_TWIST:g} m/s and rad/s')
+        self._cancel_joint_goal('a twist goal')  # only a valid twist ends a plan
         self._observe_clock(now)
         if self.mode[i] != MODE_TWIST:
             self._end_goal(i, frame)
@@ -678,20 +755,25 @@ class ResolvedRateController:
         T = self.targets[i]
         if t >= motion.end_time:  # played out: its last pose is a pose goal
             T[:] = motion.sample(motion.end_time)
+            self.goal_T[i] = T
             self._solver_targets[i] = T
             self.mode[i] = MODE_POSE
             self.motions[i] = None
             self._best_time[i] = now
             return
         weights = getattr(motion, 'weights', None)
-        if weights is not None:  # SAM sec. V: the secondary goal's weight over time
-            self.obstacles.gain = self.config.obstacle_gain * weights(t).get('secondary', 1.0)
+        w = weights(t) if weights is not None else {}
+        # SAM sec. V: the secondary goal's weight over time scales the obstacle avoidance
+        self.obstacles.gain = self.config.obstacle_gain * w.get('secondary', 1.0)
         T[:] = motion.sample(t)
         twist = motion.twist(t)
         k = self.config.gain
         S = self._solver_targets[i]
         S[:3, 3] = T[:3, 3] + twist[:3] / k
         S[:3, :3] = _exp3(twist[3:] / k) @ T[:3, :3]
+        primary = w.get('primary', 1.0)
+        if primary != 1.0:
+            _toward(self.solver.frame_T[i], S, primary, self._rot)
 
     def update(self, now):
         """
@@ -736,11 +818,18 @@ class ResolvedRateController:
             self._follow_link(now)
         self._fresh = False
         # the stamp-zero, one-point format (lead of one period) sends no braking tail
+        last = path.last_time
+        due = now + self.lead - last
         start = path.start(now + self.lead, self.dt, late=self.lead > self.dt)
         if start is None:  # the clock did not move on: the path as it stands
             self.status = status
             return Command(*path.window(now))
         q_start, v_start, h = start
+        if due - h > TIME_RESOLUTION and last == self._knot_time:
+            self._note_late_tick(due - h)  # (not the first tick after a reset)
+            if self.joint_goal is not None:  # the plan waits for the command
+                self.joint_goal.slow_down(now + self.lead - h, q_start, v_start, due - h,
+                                          self.a_max)
         self.q_cmd[:] = q_start
         self.v_cmd[:] = v_start
         joining = self.link == LinkState.JOINING
@@ -757,7 +846,13 @@ class ResolvedRateController:
             status |= self._follow_joint_goal(now + self.lead)
         else:
             status |= self._advance_twists(now)
+            if self.fallback.pending:
+                self._poll_fallback(now)
             dq = self._solve_within_bounds()
+            if self.ik_mode is not None:  # ik_method ccd, hal or analytic: its joint step
+                dq = self.ik_mode.joint_step(self, dq)
+            if self.posture is not None:
+                dq = self._add_posture(dq)
             if self.obstacles.radii.size:
                 ws = self.solver.ws
                 dq, clearance = self.obstacles.step(
@@ -766,6 +861,8 @@ class ResolvedRateController:
                 if clearance < self.obstacles.influence:
                     status |= _OBSTACLE_NEAR
             np.multiply(dq, cfg.rate_hz, out=self._v_des)
+            if self.approach is not None:
+                self._approach_velocity(now)
             info = self.solver.info
             if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
                 status |= _NEAR_SINGULARITY
@@ -773,6 +870,8 @@ class ResolvedRateController:
                 status |= _ERROR_CLAMPED
         if joining or now - self._reseed_time < 1.0:
             status |= _RESEEDED
+        if self.constrained is not None and not joining and self.joint_goal is None:
+            self.constrained.apply(self, h, task=not self.holding)  # Welman's constraints
         flags = limits_mod.limit_velocity(self.q_cmd, self.v_cmd, self._v_des, self.model.lower,
                                           self.model.upper, cfg.position_margin, self.v_max,
                                           self.a_max, h, self._v_out)
@@ -790,6 +889,7 @@ class ResolvedRateController:
         self.q_cmd[:] = self._q_next
         self.v_cmd[:] = self._v_out
         path.append(now + self.lead, self.q_cmd, self.v_cmd, self.a_max, cfg.position_margin)
+        self._knot_time = path.last_time
         command = Command(*path.window(now))
         goal = self.joint_goal
         if goal is not None and goal.done(now + self.lead, self.q_cmd, command.velocities):
@@ -804,6 +904,25 @@ class ResolvedRateController:
         self.status = status
         return command
 
+    def _note_late_tick(self, lost):
+        """
+        Count a tick that came ``lost`` [s] after the path's committed knots ran out.
+
+        The robot may have followed the window's braking tail meanwhile (a command sent
+        now may reach it ``max_expected_latency`` late), so the path keeps that part of
+        the tail (:meth:`CommandWindow.start`): the motion slows down, and a timed plan
+        falls behind. A loop that keeps its rate never gets here. Logged when ``lost`` is
+        half ``max_expected_latency`` or more: a 1 kHz loop on a busy host misses its
+        period by a few ms often (5 % of the time on tails measured on an idle 2-core
+        machine), which the counts show without a line each second.
+        """
+        self.late_ticks += 1
+        self.late_time += lost
+        if lost >= 0.5 * self.config.max_expected_latency:  # told; the counts take all
+            self._event('late_tick', 'warn',
+                        f'control tick late: the command followed {lost * 1e3:.3g} ms of its '
+                        'braking tail (the robot may have); the motion slows down')
+
     def _follow_link(self, now):
         """
         Apply the re-seed rule to a fresh believed measurement (module :mod:`.robot_link`).
@@ -812,8 +931,10 @@ class ResolvedRateController:
         re-seed when it is further than ``reseed_tolerance`` from where the path stopped,
         once ``CONFIRM_SAMPLES`` samples agree), unless the stop is still under way and
         the robot on it: then the path goes on. Returns False while still STALE.
-        TRACKING: a measurement further than that from the path at its stamp starts a
-        join (``JOINING``). JOINING: back to TRACKING once within ``JOIN_DONE`` of it.
+        TRACKING: a measurement further than that from the path at its stamp is a
+        re-seed: the path restarts at the measured position and velocity when the stream
+        is continuous (the robot could not follow), or a join starts (``JOINING``) after a
+        jump in the stream. JOINING: back to TRACKING once within ``JOIN_DONE`` of it.
         """
         cfg, path = self.config, self.path
         q_path, _ = path.sample(self.state_stamp)
@@ -835,12 +956,22 @@ class ResolvedRateController:
                         'arm stopped; commanding from there, at rest')
             return True
         if self.link == LinkState.TRACKING and gap > cfg.reseed_tolerance:
-            self.link = LinkState.JOINING
             self._note_reseed(now)
+            if self.plausibility.continuous:  # the robot's own motion: restart on it
+                v = self.plausibility.velocity(self._v_meas)
+                np.clip(v, -self.v_max, self.v_max, out=v)
+                path.reset(self.state_stamp, self.q_meas, v, self.a_max, cfg.position_margin)
+                self._event('reseed', 'warn',
+                            f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
+                            f'{cfg.reseed_tolerance:g}): re-seeded at its measured position '
+                            'and velocity')
+                return True
+            self.link = LinkState.JOINING
             self._event('reseed', 'warn',
                         f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
-                        f'{cfg.reseed_tolerance:g}): re-seeding, joining the measured state '
-                        'within the limits; goals wait')
+                        f'{cfg.reseed_tolerance:g}) after a jump in joint_states: '
+                        're-seeding, joining the measured state within the limits; goals '
+                        'wait')
         elif self.link == LinkState.JOINING and gap <= JOIN_DONE * cfg.reseed_tolerance:
             self.link = LinkState.TRACKING
             self._event('rejoined', 'info', f'command joined the measured state ({gap:.3g} '
@@ -934,33 +1065,163 @@ class ResolvedRateController:
 
     def _goal_bookkeeping(self, now, velocities):
         """
-        Set goal reached per effector, and flag targets the effectors make no progress to.
+        Set goal reached per effector, and act on targets the effectors make no progress to.
 
-        Unreachable: a pose goal not reached whose error has not fallen by
-        ``PROGRESS_FRACTION`` of itself (in tolerances: scale-free) for ``unreachable_time``
-        seconds with the arm at rest, or for ``CREEP_PERIODS`` times as long while it still
-        creeps: it holds the closest pose it found.
+        Reached: the kernel's rule at the commanded state (within tolerance, the command
+        window at rest), and the pose measured from joint_states within tolerance too.
+        No progress: the error has not fallen by ``PROGRESS_FRACTION`` of itself (in
+        tolerances: scale-free) for ``unreachable_time`` seconds with the arm at rest, or
+        for ``CREEP_PERIODS`` times as long while it still creeps. Such a goal goes to the
+        position-IK fallback (:meth:`_request_fallback`), or, once it has had
+        ``MAX_TRIES`` (or with ``fallback_strategy: off``), is unreachable (:meth:`_park`).
         """
         cfg = self.config
-        if _goal_kernel(self.solver.err_pos, self.solver.err_rot, cfg.goal_position_tolerance,
-                        cfg.goal_orientation_tolerance, self.mode, self.parked,
-                        velocities.reshape(-1), self._best_error, self._best_time, now,
-                        cfg.unreachable_time,
-                        self.goal_reached, self._stuck):
-            # hold the closest pose found: its own placement becomes the target, so the
-            # slow drift of damped least squares along the singular direction stops
-            stuck = self._stuck
-            self.targets[stuck] = self.solver.frame_T[stuck]
-            self.parked |= stuck
-            for i in np.flatnonzero(stuck):
-                self.goal_state[i] = GoalState.UNREACHABLE
-                self._event('goal_unreachable', 'warn',
-                            f"goal {self.goal_ids[i]} for '{self.model.end_effector_names[i]}'"
-                            f' unreachable: error {self.solver.err_pos[i]:.4g} m, '
-                            f'{self.solver.err_rot[i]:.4g} rad, no progress for '
-                            f'{now - self._best_time[i]:.3g} s; holding the closest pose')
+        if self.approach is not None:  # the joint-space approach is progress
+            self._best_time[self._fallback_for] = now
+        flags = _goal_kernel(
+            self.solver.err_pos, self.solver.err_rot, cfg.goal_position_tolerance,
+            cfg.goal_orientation_tolerance, self.mode, self.parked, velocities.reshape(-1),
+            self._best_error, self._best_time, now, cfg.unreachable_time, self.goal_reached,
+            self._stuck, self._slow)
+        if flags & 4:
+            self._hand_settled(velocities)
+        if self.goal_reached.any():
+            self._confirm_measured()
+        if flags:
+            stuck = self._stuck & ~self.seeking  # a pending solve decides those
+            retry = (stuck | self._slow) & ~self.seeking & (self.fallback_tries < MAX_TRIES)
+            if cfg.fallback_strategy != 'off' and retry.any():
+                self._request_fallback(now, retry)
+                stuck &= ~retry
+            if stuck.any():
+                why = ('no progress again after the position-IK fallback'
+                       if cfg.fallback_strategy != 'off' else 'no progress (fallback off)')
+                self._park(stuck, f'{why} for {cfg.unreachable_time:g} s')
+        done = self.goal_reached | self.parked
+        if self.posture is not None and done[self._fallback_for].all():
+            self._end_fallback(np.flatnonzero(self._fallback_for)[0])
         self._goal_transitions()
         return _TARGET_UNREACHABLE if self.parked.any() else _NONE
+
+    def _hand_settled(self, velocities):
+        """
+        Set ``goal_reached`` for pose goals within tolerance whose hand is at rest.
+
+        The hand's speed at every point of the command window, ``|J v|`` per task row
+        (rotation rows weighted by ``orientation_weight`` [m/rad]), below ``GOAL_SPEED``:
+        the joints may still move in the nullspace (joint centering) without moving it.
+        """
+        cfg = self.config
+        hand = np.max(np.abs(velocities @ self.solver.J.T), axis=0)  # per task row
+        rows = self.model.row_frame
+        for i in np.flatnonzero((self.mode == MODE_POSE) & ~self.parked & ~self.goal_reached):
+            if (self.solver.err_pos[i] <= cfg.goal_position_tolerance
+                    and self.solver.err_rot[i] <= cfg.goal_orientation_tolerance
+                    and np.max(hand[rows == i]) < GOAL_SPEED):
+                self.goal_reached[i] = True
+
+    def _confirm_measured(self):
+        """Keep ``goal_reached`` only where the measured pose is within tolerance too."""
+        cfg = self.config
+        ws = self._meas_ws
+        ws.update(self.q_meas, jacobian=False)
+        for i in np.flatnonzero(self.goal_reached):
+            err_p, err_r = pose_distance(ws.frame_T[i], self.targets[i])
+            if err_p > cfg.goal_position_tolerance or (
+                    self.model.task_is_pose[i] and err_r > cfg.goal_orientation_tolerance):
+                self.goal_reached[i] = False
+
+    def _park(self, which, reason):
+        """Goals of effectors ``which`` (bool mask) are unreachable: hold the closest pose."""
+        # its own placement becomes the target, so the slow drift of damped least
+        # squares along the singular direction stops; goal_T keeps the user's goal
+        self.targets[which] = self.solver.frame_T[which]
+        self.parked |= which
+        if self._fallback_for[which].any():
+            self._end_fallback(np.flatnonzero(which & self._fallback_for)[0])
+        for i in np.flatnonzero(which):
+            self.goal_state[i] = GoalState.UNREACHABLE
+            self.unreachable_reason[i] = reason
+            err_p, err_r = pose_distance(self.solver.frame_T[i], self.goal_T[i])
+            self._event('goal_unreachable', 'warn',
+                        f"goal {self.goal_ids[i]} for '{self.model.end_effector_names[i]}'"
+                        f' unreachable: {reason}; error {err_p:.4g} m, {err_r:.4g} rad; '
+                        'holding the closest pose')
+
+    def _request_fallback(self, now, which):
+        """Ask the position IK for every effector's target at once (module fallback.py)."""
+        which = which | self.seeking
+        self.seeking |= which
+        self.fallback_tries[which] += 1
+        self._best_time[which] = now
+        key = (self.goal_ids.copy(), which.copy())
+        self.fallback.request(key, self.targets, self.q_cmd, seed=int(self.goal_ids.sum()))
+        names = [self.model.end_effector_names[i] for i in np.flatnonzero(which)]
+        self._event('fallback', 'info',
+                    f'no progress to the goal of {names} (error '
+                    f'{float(np.max(self.solver.err_pos[which])):.4g} m, sigma_min '
+                    f'{self.sigma_min():.3g}): asking the position IK '
+                    f'({self.config.fallback_strategy} strategy)')
+
+    def _poll_fallback(self, now):
+        """Take a finished position-IK solve: approach its solution, or park the goals."""
+        done = self.fallback.poll()
+        if done is None:
+            return
+        (goal_ids, which), result = done
+        self.seeking[which] = False
+        if not np.array_equal(goal_ids[which], self.goal_ids[which]):
+            return  # those goals were replaced meanwhile
+        if not result.success:
+            self._park(which, f'the position IK found no solution in '
+                       f'{1e3 * self.fallback.time_budget:.3g} ms of CPU (best '
+                       f'{result.position_error:.3g} m, {result.rotation_error:.3g} rad)')
+            return
+        self.fallback_uses += 1
+        self._fallback_for[:] = which
+        self._best_error[which] = math.inf
+        self._best_time[which] = now
+        if self.config.fallback_strategy == 'joint':
+            self.approach = result.q
+        else:
+            self.posture = result.q
+        self._event('fallback_found', 'info',
+                    f'position IK solution in {1e3 * result.seconds:.3g} ms (error '
+                    f'{result.position_error:.2g} m): '
+                    + ('joint-space approach, then Cartesian tracking' if self.approach
+                       is not None else 'pulled toward it in the nullspace'))
+
+    def _approach_velocity(self, now):
+        """Joint strategy: desired velocity toward the IK's solution; hand back when near."""
+        if np.max(np.abs(self.approach - self.q_cmd)) < HANDBACK:
+            which = self._fallback_for.copy()
+            self._end_fallback(np.flatnonzero(which)[0])
+            self._best_error[which] = math.inf
+            self._best_time[which] = now
+            self._event('fallback_handback', 'info', 'joint-space approach done: Cartesian '
+                        'tracking from here')
+            return
+        join_velocity(self.q_cmd, self.approach, self.v_max, self.a_max, self._v_des)
+
+    def _add_posture(self, dq):
+        """Posture strategy: ``dq + N K dt (q* - q)``, ``N`` the exact task nullspace."""
+        z = self._posture_z
+        np.subtract(self.posture, self.q_cmd, out=z)
+        z *= self.config.gain * self.dt * self.solver.active
+        nullspace.project_nullspace(self.solver.J, z, self._posture_dq, self._ns_H,
+                                    self._ns_beta)
+        return dq + self._posture_dq
+
+    def _end_fallback(self, i):
+        """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""
+        self.fallback_tries[i] = 0
+        self.unreachable_reason[i] = ''
+        if self.seeking[i]:
+            self.fallback.cancel()
+            self.seeking[:] = False
+        if self._fallback_for[i]:
+            self.approach = self.posture = None
+            self._fallback_for[:] = False
 
     def _goal_transitions(self):
         """Move goals ACCEPTED -> ACTIVE at the first tick, ACTIVE <-> REACHED by goal_reached."""
@@ -981,8 +1242,16 @@ class ResolvedRateController:
 
     # ------------------------------------------------------------------ reporting
     def tracking_errors(self):
-        """Position [m] and rotation [rad] error of each effector at the last tick."""
-        return self.solver.err_pos.copy(), self.solver.err_rot.copy()
+        """
+        Position [m] and rotation [rad] error of each effector at the last tick.
+
+        To the user's goal: a parked effector's target is the pose it holds, its error
+        is still counted to the goal it could not reach.
+        """
+        err_p, err_r = self.solver.err_pos.copy(), self.solver.err_rot.copy()
+        for i in np.flatnonzero(self.parked):
+            err_p[i], err_r[i] = pose_distance(self.solver.frame_T[i], self.goal_T[i])
+        return err_p, err_r
 
     def sigma_min(self):
         """Smallest singular value of the weighted task Jacobian at the last tick (-1 unknown)."""
@@ -992,6 +1261,18 @@ class ResolvedRateController:
         """Placement (4x4, base frame) of end effector ``frame`` at the commanded state."""
         i = self.end_effector_index(frame)
         return self.solver.frame_T[i].copy()
+
+
+def _toward(A, B, w, rot):
+    """
+    Move pose ``B`` (4x4, in place) to ``w`` of the way from pose ``A``: the primary weight.
+
+    ``p = p_A + w (p_B - p_A)``, ``R = exp(w log(R_B R_A^T)) R_A``: the task's correction
+    ``J^# K e`` scaled by ``w`` (SAM sec. V's primary weight; ``rot``: a 3-vector buffer).
+    """
+    B[:3, 3] = A[:3, 3] + w * (B[:3, 3] - A[:3, 3])
+    log3(B[:3, :3] @ A[:3, :3].T, rot)
+    B[:3, :3] = _exp3(w * rot) @ A[:3, :3]
 
 
 def _rigid_transform(T):

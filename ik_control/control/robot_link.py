@@ -14,11 +14,20 @@ elsewhere (restarted, pushed, stalled while its drive kept moving) is believed o
 then followed after that many samples, a bound independent of how far it went.
 
 Link states (:class:`LinkState`): ``NO_STATE`` before the first sample, ``TRACKING``
-while fresh samples agree with the committed path, ``JOINING`` after a re-seed (a fresh
-sample further than ``reseed_tolerance`` from the path: the command is steered to the
-measurement within the limits, :func:`join_velocity`), ``STALE`` without samples for
-``joint_state_timeout`` (the arm is stopped; it restarts from the measured state, at
-rest, when samples return).
+while fresh samples agree with the committed path, ``JOINING`` after a re-seed onto a
+stream that jumped (a fresh sample further than ``reseed_tolerance`` from the path,
+believed only after ``CONFIRM_SAMPLES``: the command is steered to the measurement within
+the limits, :func:`join_velocity`), ``STALE`` without samples for ``joint_state_timeout``
+(the arm is stopped; it restarts from the measured state, at rest, when samples return).
+
+A robot that fell off the path while its stream stayed continuous (each sample plausible
+from the one before: it could not follow, was blocked, lagged) is re-seeded onto its own
+motion instead: the path restarts at the measured position and velocity
+(:meth:`PlausibilityFilter.velocity`). Steering the command to it would not do: a robot
+whose setpoints are saturated (ros2_control's joint_limits, sim_robot) chases a command a
+few milliradians away at its acceleration limit without braking in time, overshoots, and
+keeps oscillating about it, clamped at every update; the command chasing it back does not
+settle that either (measured in ``test_glitches.py``).
 """
 
 import enum
@@ -69,6 +78,9 @@ class PlausibilityFilter:
         self.t0 = -math.inf
         self.q0 = None
         self._run = []  # consecutive refused samples plausible from one another: (t, q)
+        #: ``(t, q)`` of the believed sample before the last one when the last continues
+        #: it (plausible from it); None for the first sample and after a confirmed jump
+        self.before = None
 
     def shift(self, dt):
         """Move the kept sample times by ``dt`` [s] (a backward jump of the clock)."""
@@ -88,27 +100,47 @@ class PlausibilityFilter:
         A believed sample becomes the reference of the next check.
         """
         if self.q0 is None:
-            self._accept(t, q)
+            self._accept(t, q, False)
             return ''
         j = self.reachable(self.t0, self.q0, t, q)
         if j < 0:
-            self._accept(t, q)
+            self._accept(t, q, True)
             return ''
         run = self._run
         if run and self.reachable(run[-1][0], run[-1][1], t, q) >= 0:
             run.clear()
         run.append((t, q.copy()))
         if len(run) >= CONFIRM_SAMPLES:
-            self._accept(t, q)
+            self._accept(t, q, False)
             return ''
         dt = max(t - self.t0, 0.0)
         return (f'joint {j} moved {q[j] - self.q0[j]:+.4g} in {dt:.4g} s, faster than it '
                 f'can ({SPEED_FACTOR:g} x {self.v_max[j]:g}): implausible sample refused')
 
-    def _accept(self, t, q):
+    @property
+    def continuous(self):
+        """Whether the last believed sample continues the one before: the robot's own motion."""
+        return self.before is not None
+
+    def _accept(self, t, q, continuous):
+        self.before = (self.t0, self.q0) if continuous else None
         self.t0 = t
         self.q0 = q.copy()
         self._run.clear()
+
+    def velocity(self, out):
+        """
+        Return the velocity ``(q - q_before) / (t - t_before)`` of the last two believed samples.
+
+        Zero where they do not continue one another (the first sample, a confirmed
+        jump) or share a stamp. ``out`` [rad/s or m/s] is filled and returned.
+        """
+        if not self.continuous or not self.t0 > self.before[0]:
+            out[:] = 0.0
+            return out
+        np.subtract(self.q0, self.before[1], out=out)
+        out /= self.t0 - self.before[0]
+        return out
 
 
 def join_velocity(q_cmd, q_target, v_max, a_max, out):

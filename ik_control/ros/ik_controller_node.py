@@ -50,6 +50,7 @@ resume, position limits engaged): once each, at most once per ``EVENT_LOG_PERIOD
 kind, never per tick.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 import math
 import os
 import threading
@@ -65,6 +66,7 @@ from ik_control.control.spline_path import KeyPosePath, MAX_KEYS
 from ik_control.control.velocity_profile import load_profile, ProfileMotion
 from ik_control.ik.nullspace import manipulability
 from ik_control.ik.obstacles import bounding_radius, MAX_OBSTACLES
+from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import robot_description
@@ -124,8 +126,9 @@ PARAMETERS = {
     'end_effectors': Param(_ARR_STR, 'End-effector frames of the URDF, one task each.'),
     'end_effector_modes': Param(_ARR_STR, "Per end effector 'pose' (6-D) or 'position' "
                                           "(3-D); empty = all 'pose'."),
-    'joints': Param(_ARR_STR, 'Controlled joints, in command order; empty = every '
-                              'non-fixed, non-mimic joint of the URDF.'),
+    'joints': Param(_ARR_STR, 'Controlled joints, in command order; empty = the chain from '
+                              'base_frame to the end effectors (other joints locked; '
+                              'continuous joints unwrapped to +-2 pi or their URDF limits).'),
     'rate_hz': Param(500.0, 'Control rate [Hz].', 1.0, 5000.0),
     'command_interface': Param('trajectory', "Command stream: 'trajectory' (stamped "
                                'trajectory_msgs/JointTrajectory windows for '
@@ -190,13 +193,14 @@ PARAMETERS = {
     'solver.orientation_weight': Param(_S.orientation_weight, 'Weight of rotation errors '
                                        'against position errors [m/rad].', 0.0, 100.0,
                                        True),
-    'solver.error_mode': Param(_S.error_mode, 'Pose error: log3, se3 or sam (SAM eq. '
-                               '20-21).', dynamic=True),
+    'solver.error_mode': Param(_S.error_mode, 'Pose error: log3, se3 or axis_cross (SAM '
+                               'eq. 21; sam is its deprecated alias).', dynamic=True),
     'solver.alternate_jacobian': Param(_S.alternate_jacobian, "Buss's Jacobian at the "
                                        'target positions.', dynamic=True),
-    'nullspace.centering_gain': Param(0.0, 'Joint-centering gain alpha (SAM eq. 17-18) '
-                                      '[-].', 0.0, 10.0, True),
-    'nullspace.manipulability_gain': Param(0.0, 'Manipulability-gradient gain [-].', 0.0,
+    'nullspace.centering_gain': Param(0.0, 'Joint-centering gain alpha (SAM eq. 17-18): '
+                                      'joint speed -alpha grad H [rad^2/s].', 0.0, 10.0, True),
+    'nullspace.manipulability_gain': Param(0.0, 'Manipulability-gradient gain: joint speed '
+                                           'alpha grad w [1/s per unit of grad w].', 0.0,
                                            10.0, True),
     'limits.position_margin': Param(_C.position_margin, 'Distance kept from each joint '
                                     'limit [rad or m].', 0.0, 1.0, True),
@@ -224,6 +228,27 @@ PARAMETERS = {
     'goal.orientation_tolerance': Param(_C.goal_orientation_tolerance, 'goal_reached '
                                         'within this rotation error [rad].', 1e-6, 3.2,
                                         True),
+    'fallback.strategy': Param(_C.fallback_strategy, 'When the Cartesian law stalls on a '
+                               'goal, the position IK is asked for a configuration: joint '
+                               '(joint-space approach, then Cartesian), posture (pulled '
+                               'toward it in the nullspace) or off.', dynamic=True),
+    'fallback.time_budget': Param(_C.fallback_time_budget, 'CPU time of one position-IK '
+                                  'solve before the goal is called unreachable [s].', 0.001,
+                                  10.0, True),
+    'ik_method': Param(_C.ik_method, "How a pose goal's joint step is made: velocity (the "
+                       'velocity law, solver.*), ccd (cyclic coordinate descent sweeps each '
+                       "tick), hal (HAL's closed form + refinement, approached in joint "
+                       'space) or analytic (the closed form alone, on arms whose shoulder and '
+                       'wrist axes meet); twists and paths always use the velocity law. The '
+                       'limits apply to every method (docs/classical_ik.md).', dynamic=True),
+    'ccd_sweeps': Param(_C.ccd_sweeps, 'ik_method ccd: CCD sweeps per tick.', 1, 10000, True),
+    'constraints': Param('', "Welman's geometric constraints kept while the goals are "
+                         'tracked: a YAML list of {type (plane, line, point, orientation), '
+                         'frame, point, and normal, direction, plane_point, line_point, '
+                         'target or quaternion} in the base frame [m]; values left out are '
+                         'taken where the link is '
+                         'when they take effect; empty = none. Needs fallback.strategy '
+                         'posture or off (docs/classical_ik.md).', dynamic=True),
 }
 
 
@@ -255,7 +280,9 @@ def controller_config(values):
         goal_orientation_tolerance=values['goal.orientation_tolerance'],
         obstacle_influence=values['obstacles.influence_distance'],
         obstacle_gain=values['obstacles.gain'], link_radius=values['obstacles.link_radius'],
-        solver=solver)
+        fallback_strategy=values['fallback.strategy'],
+        fallback_time_budget=values['fallback.time_budget'], ik_method=values['ik_method'],
+        ccd_sweeps=values['ccd_sweeps'], constraints=values['constraints'], solver=solver)
 
 
 def _profile_request(text):
@@ -346,6 +373,10 @@ class IkControllerNode(Node):
             self.controller = ResolvedRateController(self.model, controller_config(values))
         except IkControlError as exc:
             raise StartupError(str(exc)) from None
+        self._warn_deprecated(values)
+        # the position-IK fallback solves on its own thread, never on the control tick
+        self._ik_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix='ik_fallback')
+        self.controller.fallback.executor = self._ik_pool
         self.clock_ = self.get_clock()
         # the controller counts time from here: epoch seconds as floats resolve 0.24 us
         self.epoch_ns = self._now_ns()
@@ -720,8 +751,24 @@ class IkControllerNode(Node):
                 self.controller.configure(controller_config(values))
         except IkControlError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
+        self._warn_deprecated(values)
         self.values = values
         return SetParametersResult(successful=True)
+
+    def destroy_node(self):
+        """Stop the position-IK worker, then destroy the node."""
+        pool = getattr(self, '_ik_pool', None)  # absent on a start-up failure
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return super().destroy_node()
+
+    def _warn_deprecated(self, values):
+        """Log once per setting a parameter value given by a deprecated name."""
+        mode = values['solver.error_mode']
+        if mode in ERROR_MODE_ALIASES:
+            self.get_logger().warning(
+                f"solver.error_mode '{mode}' is deprecated: it is "
+                f"'{ERROR_MODE_ALIASES[mode]}' (SAM eq. 21), use that name")
 
     # ------------------------------------------------------------------ the loop
     def _tick(self):
@@ -872,12 +919,17 @@ class IkControllerNode(Node):
                       ('refused_messages', str(self._refusals)),
                       ('last_refusal', c.last_refusal),
                       ('reseeds', str(c.reseeds)),
+                      ('late_ticks', str(c.late_ticks)),
+                      ('late_seconds', f'{c.late_time:.6g}'),
                       ('link', c.link.name),
                       ('implausible_states', str(c.implausible_states)),
-                      ('stamps_out_of_range', str(self._bad_stamps))]
+                      ('stamps_out_of_range', str(self._bad_stamps)),
+                      ('position_ik_requests', str(c.fallback.requests)),
+                      ('position_ik_solutions', str(c.fallback_uses))]
             goal_states = [GoalState(int(g)).name for g in c.goal_state]
             err_p, err_r = c.tracking_errors()
             reached = c.goal_reached.copy()
+            reasons = list(c.unreachable_reason)
             values.append(('obstacles', str(c.obstacles.radii.size)))
             values.append(('obstacle_clearance_m', f'{c.obstacles.min_clearance:.4g}'))
             J = c.solver.J.copy() if c.initialized else None
@@ -886,6 +938,8 @@ class IkControllerNode(Node):
             values.append((f'{ee}.orientation_error_rad', f'{err_r[i]:.6g}'))
             values.append((f'{ee}.goal_reached', str(bool(reached[i]))))
             values.append((f'{ee}.goal', goal_states[i]))
+            if reasons[i]:
+                values.append((f'{ee}.unreachable_because', reasons[i]))
         if J is not None:
             values.append(('manipulability', f'{manipulability(J):.4g}'))
         values += [(key, f'{value:.1f}') for key, value in

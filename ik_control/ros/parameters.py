@@ -142,8 +142,8 @@ def run_node(name, factory, args=None, executor='single_threaded'):
         return EXIT_BAD_PARAMETERS
     node = None
     try:
-        node = factory()
         ex = make_executor(executor)
+        node = factory()
         ex.add_node(node)
         spin = getattr(node, 'spin', None)
         if spin is None:
@@ -157,6 +157,10 @@ def run_node(name, factory, args=None, executor='single_threaded'):
         return EXIT_BAD_PARAMETERS
     except (KeyboardInterrupt, ExternalShutdownException):
         return 0
+    except Exception:
+        if not rclpy.ok():  # SIGINT during start-up shut the context down under it
+            return 0
+        raise
     finally:
         if node is not None:
             node.destroy_node()

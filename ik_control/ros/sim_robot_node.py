@@ -316,6 +316,8 @@ class SimRobotNode(Node):
             hardware_id=self.values['backend'],
             message='setpoints clamped: unsafe command stream' if clamps else 'OK',
             values=[KeyValue(key='clamps', value=str(clamps)),
+                    KeyValue(key='last_clamp',
+                             value=self._describe_clamp() if clamps else ''),
                     KeyValue(key='rejected_commands', value=str(self._rejected)),
                     KeyValue(key='command_interface', value=self.sim.interface)])]
         self._diag.publish(msg)

@@ -199,6 +199,7 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
         'violation_examples': summary['violation_examples'],
         'measured_motion': monitor.summary(),
         'robot_clamps': int(probe.robot_diagnostics.get('clamps', -1)),
+        'robot_last_clamp': probe.robot_diagnostics.get('last_clamp', ''),
         'losses': {'commands_expected': states, 'commands_received': commands,
                    'lost': states - commands, 'non_consecutive_pairs': skipped,
                    'reseeds': int(float(final.get('reseeds', 0)))
@@ -248,7 +249,9 @@ def table(results):
                                          **results['measured_motion'])),
         ('robot acceleration / limit, max', '{span_acceleration_ratio:.3f} over 10 ms'.format(
             **results['measured_motion'])),
-        ('setpoints clamped by the robot (must be 0)', str(results['robot_clamps'])),
+        ('setpoints clamped by the robot (must be 0)', str(results['robot_clamps'])
+         + (f" (last: {results['robot_last_clamp']})" if results.get('robot_last_clamp')
+            else '')),
         ('commands expected / received / lost', f"{loss['commands_expected']} / "
                                                 f"{loss['commands_received']} / "
                                                 f"{loss['lost']}"),
