@@ -334,12 +334,12 @@ def test_wam_on_the_mujoco_robot_reaches_a_goal_within_its_limits():
         bringup.send_pose('tool', goal)
         bringup.wait_goal('tool')
         _settled_command(bringup)
-        bringup.ctx.spin_for(0.3)
-        pos, rot = _errors(fk.of_state(bringup.states.current(), 'tool'), goal)
+        pos, rot = _errors(fk.of_state(_settled_robot(bringup), 'tool'), goal)
         peak = _peak_speed_ratio(fk, names, bringup.states.messages[since:])
         print(f'MuJoCo WAM: {pos * 1e6:.1f} um, {rot * 1e6:.1f} urad from the goal, peak '
               f'speed {peak:.3f} of the limit; ' + bringup.sim.stderr.splitlines()[0])
-        assert pos < 1e-3 and rot < 1e-2
+        assert pos < 1e-3 and rot < 1e-2, (bringup.ctl.stderr[-3000:]
+                                           + bringup.sim.stderr[-2000:])
         _assert_in_limits(bringup.model, bringup.q())
         assert peak <= 1.05
     finally:
@@ -440,6 +440,25 @@ def _settled_command(bringup, timeout=10.0):
         previous = q
         bringup.ctx.spin_for(0.1)
     raise AssertionError('the command did not settle')
+
+
+def _settled_robot(bringup, timeout=5.0):
+    """
+    Return the robot's own joint_states once at rest: two samples 0.1 s apart that agree.
+
+    A dynamic robot (MuJoCo's position servo) lags the command; on a loaded machine its
+    process, and so its servo, may run late for a while after the command settled.
+    """
+    previous = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msg = bringup.states.current(timeout=2.0)
+        q = np.array(msg.position)
+        if previous is not None and np.max(np.abs(q - previous)) < 1e-6:
+            return msg
+        previous = q
+        bringup.ctx.spin_for(0.1)
+    raise AssertionError('the robot did not come to rest: ' + bringup.sim.stderr[-2000:])
 
 
 def _bad_goals(wam):
