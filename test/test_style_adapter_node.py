@@ -118,7 +118,10 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     # the whole plan, and every message of it this process has yet to take in (it runs
     # late on a loaded machine, and so may this process's 2 kHz of subscriptions)
     # (a starved loop makes the plan wait for the command: it may end late)
-    assert simon.ctx.spin_until(lambda: 'joint trajectory done' in simon.ctl.stderr, 60.0)
+    assert simon.ctx.spin_until(lambda: 'joint trajectory done' in simon.ctl.stderr, 60.0), (
+        f"late ticks {simon.latest_diagnostic('late_ticks')}, "
+        f"{float(simon.latest_diagnostic('late_seconds')) - late0:.3f} s lost\n"
+        + simon.ctl.stderr[-3000:])
     simon.ctx.spin_for(0.6)  # and the controller's /diagnostics (2 Hz) after it
     end = simon.commands.messages[-1].header.stamp
     lost = float(simon.latest_diagnostic('late_seconds')) - late0  # on braking tails [s]
