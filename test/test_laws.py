@@ -4,6 +4,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 from ik_control.ik import laws, linalg, nullspace
 from ik_control.ik.pose_error import ERROR_AXIS_CROSS, ERROR_LOG3, ERROR_SE3, pose_error
+from ik_control.ik.solver import SIGMA_ITERATIONS
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -84,7 +85,9 @@ def test_smallest_singular_value_estimate():
         U, s, Vt = np.linalg.svd(J, full_matrices=False)
         s[-1] = 1e-3 if rank_deficit else s[-1]
         J = (U * s) @ Vt
-        est = laws.smallest_singular_value(J, np.zeros((6, 6)), np.zeros(6), np.zeros(6))
+        L = np.zeros((6, 6))
+        lam2 = laws.dls_factor(J, 0.01 ** 2, L)  # lambda_0 as the controller's default
+        est = laws.smallest_singular_value(L, lam2, SIGMA_ITERATIONS, np.zeros(6), np.zeros(6))
         # inverse iteration: an upper bound, exact where it matters (sigma_min small)
         assert est >= s[-1] * (1 - 1e-9)
         assert est == pytest.approx(s[-1], rel=1e-4 if rank_deficit else 5e-2, abs=1e-6)
@@ -168,16 +171,21 @@ def test_joint_centering_gradient_is_sam_eq_18():
 
 
 def test_task_priority_keeps_the_primary_task_and_uses_what_is_left():
+    """SAM eq. (19) as obstacle avoidance runs it: dq1 + task_priority_term."""
     rng = np.random.default_rng(7)
     J1, J2 = _random_jacobian(rng, 3, 7), _random_jacobian(rng, 3, 7)
     dx1, dx2 = rng.standard_normal(3), rng.standard_normal(3)
-    dq = nullspace.task_priority_step(J1, dx1, J2, dx2, damping1=0.0, damping2=0.0)
+    dq1 = np.linalg.pinv(J1) @ dx1
+    dq = dq1 + nullspace.task_priority_term(J1, dq1, J2, dx2, damping1=0.0, damping2=0.0)
     np.testing.assert_allclose(J1 @ dq, dx1, atol=1e-9)
     np.testing.assert_allclose(J2 @ dq, dx2, atol=1e-9)  # 3 + 3 <= 7: both satisfiable
     J2c = np.vstack([J1[:2], J2[:1]])  # conflicts with the primary task
-    dq = nullspace.task_priority_step(J1, dx1, J2c, rng.standard_normal(3), damping2=0.05)
+    dx2c = rng.standard_normal(3)
+    dq = dq1 + nullspace.task_priority_term(J1, dq1, J2c, dx2c, damping2=0.05)
     np.testing.assert_allclose(J1 @ dq, dx1, atol=1e-9)
-    assert np.all(np.isfinite(dq))
+    # the damping bounds the secondary step where the tasks conflict: with lambda_2 = 0.05
+    # the secondary step is no longer than |dx2 - J2 dq1| / (2 lambda_2)
+    assert np.linalg.norm(dq - dq1) <= np.linalg.norm(dx2c - J2c @ dq1) / (2 * 0.05) + 1e-9
 
 
 def _rotation(rng, angle=None):

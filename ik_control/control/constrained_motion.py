@@ -65,8 +65,9 @@ joint``) does not know the constraints: with constraints, use ``posture`` or ``o
 """
 
 from ik_control.control import limits as limits_mod
-from ik_control.ik.constraints import (ConstraintSet, Handle, Orientation, PointOnLine,
-                                       PointOnPlane, PointToPoint)
+from ik_control.ik.constraints import (constraint_projector, ConstraintSet, Handle,
+                                       lagrange_multipliers, Orientation, PointOnLine,
+                                       PointOnPlane, PointToPoint, task_motion)
 from ik_control.validation import (finite_vector, InputError, quaternion_to_matrix,
                                    unit_quaternion)
 import numpy as np
@@ -325,25 +326,13 @@ class ConstrainedMotion:
     def _velocity(self, Jc, g, C):
         """Welman's ``q_dot = K (g + J_c^T lambda)`` with ``J_c q_dot = -k_s C``."""
         K = self.set.K
-        A = (Jc * K) @ Jc.T
-        b = -(Jc * K) @ g - self.feedback_gain * C
-        U, s, Vt = np.linalg.svd(A)
-        keep = s > self.set.rcond * (s[0] if s.size and s[0] > 0.0 else 1.0)
-        lam = Vt[keep].T @ ((U[:, keep].T @ b) / s[keep])
+        lam = lagrange_multipliers(Jc, K, g, C, self.feedback_gain, self.set.rcond)
         return K * (g + Jc.T @ lam)
 
     def _task_motion(self, J, Jc, v):
         """Return the task's least squares inside the allowed motions plus the unseen part of v."""
-        K = self.set.K
-        A = (Jc * K) @ Jc.T
-        U, s, Vt = np.linalg.svd(A)
-        keep = s > self.set.rcond * (s[0] if s.size else 0.0)
-        N = np.eye(self.model.nq) - (K[:, None] * Jc.T) @ (Vt[keep].T @ (
-            U[:, keep].T / s[keep, None])) @ Jc
-        JN = J @ N
-        x_dot = J @ v
-        g = N @ JN.T @ np.linalg.solve(JN @ JN.T + TASK_DAMPING ** 2 * np.eye(JN.shape[0]),
-                                       x_dot)
+        N = constraint_projector(Jc, self.set.K, self.set.rcond)
+        g = task_motion(J, N, J @ v, TASK_DAMPING)
         stacked = np.vstack([J, Jc])
         _, s2, Vt2 = np.linalg.svd(stacked)
         rank = int(np.sum(s2 > 1e-9 * (s2[0] if s2.size else 0.0)))

@@ -163,6 +163,32 @@ def lagrange_multipliers(Jc, K, g_a, C, k_s, rcond):
     return Vt[keep].T @ ((U[:, keep].T @ b) / s[keep])
 
 
+def constraint_projector(Jc, K, rcond):
+    """
+    ``N = I - K J_c^T (J_c K J_c^T)^+ J_c``: the motions the constraints allow (``J_c N = 0``).
+
+    ``N g`` is eq. (1)'s velocity for the applied force ``g`` without feedback; the
+    pseudoinverse drops singular values below ``rcond * sigma_max`` as
+    :func:`lagrange_multipliers` does.
+    """
+    A = (Jc * K) @ Jc.T
+    U, s, Vt = np.linalg.svd(A)
+    keep = s > rcond * (s[0] if s.size else 0.0)
+    A_pinv = Vt[keep].T @ (U[:, keep].T / s[keep, None])
+    return np.eye(Jc.shape[1]) - (K[:, None] * Jc.T) @ A_pinv @ Jc
+
+
+def task_motion(J, N, v, damping):
+    """
+    Least squares for the task ``J q_dot = v`` inside the motions ``N`` allows.
+
+    Task priority with the constraints first (as SAM eq. 19):
+    ``q_dot = N (J N)^T ((J N)(J N)^T + lambda^2 I)^-1 v``, ``lambda = damping``.
+    """
+    JN = J @ N
+    return N @ JN.T @ np.linalg.solve(JN @ JN.T + damping ** 2 * np.eye(JN.shape[0]), v)
+
+
 @dataclass
 class ConstrainedStep:
     """Outcome of :meth:`ConstraintSet.step`."""
@@ -232,25 +258,18 @@ class ConstraintSet:
         """
         K = self.K if K is None else K
         _, Jc = self.evaluate(finite_vector(q, self.model.nq, 'q'))
-        A = (Jc * K) @ Jc.T
-        U, s, Vt = np.linalg.svd(A)
-        keep = s > self.rcond * (s[0] if s.size else 0.0)
-        A_pinv = Vt[keep].T @ (U[:, keep].T / s[keep, None])
-        return np.eye(self.model.nq) - (K[:, None] * Jc.T) @ A_pinv @ Jc
+        return constraint_projector(Jc, K, self.rcond)
 
     def task_velocity(self, q, J, v, damping=1e-3):
         """
         Return the applied motion for a task ``J q_dot = v`` inside the allowed motions.
 
-        Least squares inside the allowed motions (task priority with the constraints
-        first, as SAM eq. 19): ``q_dot = N (J N)^T ((J N)(J N)^T + lambda^2 I)^-1 v``
-        with ``lambda = damping``. Fed to :meth:`step` as ``g_a`` it is kept whole, while a
-        law that ignores the constraints loses the part that the projection removes.
+        :func:`task_motion` in :meth:`null_space`'s motions, ``lambda = damping``. Fed to
+        :meth:`step` as ``g_a`` it is kept whole, while a law that ignores the constraints
+        loses the part that the projection removes.
         """
-        N = self.null_space(q)
-        JN = np.asarray(J, dtype=float) @ N
-        v = np.asarray(v, dtype=float)
-        return N @ JN.T @ np.linalg.solve(JN @ JN.T + damping ** 2 * np.eye(JN.shape[0]), v)
+        return task_motion(np.asarray(J, dtype=float), self.null_space(q),
+                           np.asarray(v, dtype=float), damping)
 
     def correct(self, q, K=None):
         """Newton corrections ``dq = -K J_c^T (J_c K J_c^T)^+ C`` until within tolerance."""

@@ -54,6 +54,7 @@ the 6-D pose error (pinocchio Jacobian of the arm joints) remove it
 
 from dataclasses import dataclass
 
+from ik_control.ik.laws import dls_step
 from ik_control.validation import finite_vector, InputError, ModelError
 import numpy as np
 import pinocchio as pin
@@ -432,16 +433,19 @@ class HalArm:
         Take ``steps`` damped least-squares updates of the arm joints on the pose error.
 
         ``dq = J^T (J J^T + lambda^2 I)^-1 e``, ``e = [p_d - p; log3(R_d R^T)]`` (base
-        axes), ``J`` pinocchio's 6 x 7 Jacobian of the hand, ``lambda = damping`` [m];
+        axes), ``J`` pinocchio's 6 x 7 Jacobian of the hand, ``lambda = damping`` [m]
+        (Buss eq. 11, :func:`ik_control.ik.laws.dls_step`, the law the controller runs);
         ``dq`` is scaled to ``max |dq_i| <= max_step`` [rad] and halved (up to 5 times)
         until ``|e|`` falls, as far from the answer the linear model can overshoot; ``q``
         stays in the limits.
         """
         q = np.array(q, dtype=float)
         e = self._pose_error(q, p_d, R_d)
+        dq, L, work = np.empty(len(self.arm)), np.empty((6, 6)), np.empty(6)
         for _ in range(steps):
-            J = self.model.pin_frame_jacobian(q, self.frame_name)[:, self.arm]
-            dq = J.T @ np.linalg.solve(J @ J.T + damping ** 2 * np.eye(6), e)
+            J = np.ascontiguousarray(
+                self.model.pin_frame_jacobian(q, self.frame_name)[:, self.arm])
+            dls_step(J, e, damping ** 2, dq, L, work)
             dq *= min(1.0, max_step / max(np.abs(dq).max(), 1e-300))
             for _ in range(6):
                 trial = q.copy()

@@ -102,13 +102,16 @@ def dls_step(J, e, lam2, dq, L, work_m):
 
 
 @njit(cache=True, nogil=True)
-def smallest_singular_value(J, L, work_x, work_y):
-    """Estimate of the smallest singular value of ``J`` (inverse iteration on ``J J^T``)."""
-    linalg.gram_damped(J, 1e-12, L)
-    if not linalg.cholesky_inplace(L):
-        return 0.0
-    lam = linalg.smallest_eigenvalue_spd(L, 8, work_x, work_y) - 1e-12
-    return np.sqrt(lam) if lam > 0.0 else 0.0
+def smallest_singular_value(L, lam2, iterations, work_x, work_y):
+    """
+    Smallest singular value of ``J`` from ``L``, :func:`dls_factor`'s factor of ``J J^T + lam2 I``.
+
+    ``iterations`` steps of inverse iteration give the factored matrix's smallest
+    eigenvalue ``sigma_min^2 + lam2`` from above: an upper bound on ``sigma_min``, exact
+    where it matters (``sigma_min`` small, for the adaptive damping of Buss sec. 6).
+    """
+    mu = linalg.smallest_eigenvalue_spd(L, iterations, work_x, work_y) - lam2
+    return np.sqrt(mu) if mu > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True)

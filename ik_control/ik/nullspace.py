@@ -104,26 +104,19 @@ def manipulability(J):
     return float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0)))
 
 
-def task_priority_step(J1, dx1, J2, dx2, damping1=0.0, damping2=0.05):
-    """SAM eq. (19) with damped inverses (``damping`` = lambda) at each level; returns dq."""
-    J1 = np.asarray(J1, dtype=float)
-    J2 = np.asarray(J2, dtype=float)
-    n = J1.shape[1]
-    J1p = _damped_pinv(J1, damping1)
-    dq1 = J1p @ dx1
-    N1 = np.eye(n) - J1p @ J1
+def task_priority_term(J1, dq1, J2, dx2, damping1=0.0, damping2=0.05):
+    """
+    Return the secondary task's term of SAM eq. (19): ``(J2 N1)^+ (dx2 - J2 dq1)``.
+
+    ``N1 = I - J1^+ J1`` is the primary task's nullspace projector, ``J1^+`` its damped
+    inverse ``J1^T (J1 J1^T + lambda_1^2 I)^-1`` (``damping1`` = lambda_1, plus 1e-12 so
+    that it always factors); ``(J2 N1)^+`` is damped by ``damping2`` = lambda_2 (Buss eq.
+    11), which bounds the step where the two tasks conflict. ``dq1`` is the primary
+    task's step; ``dq1`` plus this term is eq. (19)'s joint step.
+    """
+    nq = J1.shape[1]
+    A = J1 @ J1.T + (damping1 * damping1 + 1e-12) * np.eye(J1.shape[0])
+    N1 = np.eye(nq) - J1.T @ np.linalg.solve(A, J1)
     J2N = J2 @ N1
-    dq2 = _damped_pinv(J2N, damping2) @ (dx2 - J2 @ dq1)
-    return dq1 + dq2
-
-
-def _damped_pinv(J, damping):
-    """``J^T (J J^T + lambda^2 I)^-1`` by SVD (Buss eq. 14); lambda 0 gives J^+ (eq. 13)."""
-    U, s, Vt = np.linalg.svd(J, full_matrices=False)
-    lam2 = damping * damping
-    tol = 1e-10 * max(J.shape) * (s[0] if s.size else 0.0)
-    if lam2 > 0:
-        g = s / (s * s + lam2)
-    else:
-        g = np.where(s > tol, 1.0 / np.where(s > tol, s, 1.0), 0.0)
-    return (Vt.T * g) @ U.T
+    B = J2N @ J2N.T + damping2 * damping2 * np.eye(J2N.shape[0])
+    return J2N.T @ np.linalg.solve(B, dx2 - J2 @ dq1)

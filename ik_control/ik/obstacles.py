@@ -38,6 +38,7 @@ All arrays are in the base frame, lengths in metres.
 
 import math
 
+from ik_control.ik.nullspace import task_priority_term
 from ik_control.kinematics import kernels
 from numba import njit
 import numpy as np
@@ -376,12 +377,7 @@ class ObstacleAvoidance:
         if active is not None:
             J2 = J2 * active
             J1 = J1 * active
-        nq = self.model.nq
-        A = J1 @ J1.T + (damping1 * damping1 + 1e-12) * np.eye(J1.shape[0])
-        N1 = np.eye(nq) - J1.T @ np.linalg.solve(A, J1)
-        J2N = J2 @ N1
-        B = J2N @ J2N.T + self.damping * self.damping * np.eye(J2N.shape[0])
-        homogeneous = J2N.T @ np.linalg.solve(B, dx2 - J2 @ dq1)
+        homogeneous = task_priority_term(J1, dq1, J2, dx2, damping1, self.damping)
         x = min(max((self.influence - d_min) / (0.5 * self.influence), 0.0), 1.0)
         alpha_h = x * x * (3.0 - 2.0 * x)
         return dq1 + alpha_h * homogeneous, d_min

@@ -116,6 +116,8 @@ _F64 = np.dtype(np.float64)
 # (sigma_min is -1 when the law did not need it: transpose, pseudoinverse, SDLS without
 # adaptive damping or nullspace goals)
 INFO_SIGMA_MIN, INFO_LAMBDA2, INFO_STEP_CLAMPED, INFO_ERROR_CLAMPED, INFO_SIZE = range(5)
+#: Inverse-iteration steps for sigma_min (laws.smallest_singular_value) [-].
+SIGMA_ITERATIONS = 5
 
 
 @njit(cache=True, nogil=True)
@@ -313,8 +315,7 @@ def solve_step(F, IX, B, q, targets):
     if (method == _DLS or method == _DLS_SVD or P[P_ADAPTIVE] > 0.5 or c_gain > 0.0
             or m_gain > 0.0):
         lam2 = laws.dls_factor(J, max(lam2, 1e-12), L)
-        mu = linalg.smallest_eigenvalue_spd(L, 5, wm, wm2) - lam2
-        sigma_min = np.sqrt(mu) if mu > 0.0 else 0.0
+        sigma_min = laws.smallest_singular_value(L, lam2, SIGMA_ITERATIONS, wm, wm2)
     if P[P_ADAPTIVE] > 0.5:
         lam2_adaptive = laws.adaptive_damping(sigma_min, P[P_LAMBDA0], P[P_LAMBDA_MAX],
                                               P[P_EPSILON])
