@@ -70,11 +70,13 @@ class Bringup:
             '-p', 'joint_state_timeout:=0.1', *extra])
         self.ctx = RosTestContext(f'{name}_tester')
         node = self.ctx.node
-        # deep queues: this process may lag the robot's 500-1000 Hz by a second on a
-        # loaded machine (CI), and a sample dropped is one the judgement lacks
-        self.states = self.ctx.collect(JointState, f'{self.ns}/joint_states', 1000)
+        # deep queues, taken as bytes (deserialized when read): this process may lag the
+        # robot's 500-1000 Hz by a second on a loaded machine (CI), and a sample dropped is
+        # one the judgement lacks
+        self.states = self.ctx.collect(JointState, f'{self.ns}/joint_states', 1000, raw=True)
         self.commands = self.ctx.collect(
-            JointTrajectory, f'{self.ns}/joint_trajectory_controller/joint_trajectory', 1000)
+            JointTrajectory, f'{self.ns}/joint_trajectory_controller/joint_trajectory', 1000,
+            raw=True)
         self.diagnostics = self.ctx.collect(DiagnosticArray, '/diagnostics', 10)
         self.goal = {ee: self.ctx.collect(Bool, f'{self.ns}/ik_controller/{ee}/goal_reached',
                                           LATCHED) for ee in setup.end_effectors}
