@@ -18,7 +18,7 @@ from ik_control.style.adapter import StyleAdapter
 import numpy as np
 import pinocchio as pin
 import pytest
-from ros_helpers import NodeProcess
+from ros_helpers import NodeProcess, stamp_seconds
 from test_ik_controller_node import Bringup, STARTUP
 from trajectory_msgs.msg import JointTrajectory
 
@@ -126,8 +126,13 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     end = simon.commands.messages[-1].header.stamp
     lost = float(simon.latest_diagnostic('late_seconds')) - late0  # on braking tails [s]
     late = lost / (end.sec + 1e-9 * end.nanosec - sent)
-    distance, t_robot = closest(simon.states.messages[n:], lambda m: m.header.stamp,
+    states = simon.states.messages[n:]
+    distance, t_robot = closest(states, lambda m: m.header.stamp,
                                 lambda m: (m.name, m.position))
+    # the samples this process took in: a gap is a stretch of the motion it cannot judge
+    stamps = np.array([stamp_seconds(m) for m in states])
+    gap = float(np.max(np.diff(stamps))) if len(stamps) > 1 else np.inf
+    print(f'{len(states)} robot samples taken, largest gap {gap * 1e3:.1f} ms')
     commanded, t_command = closest(simon.commands.messages[c0:], lambda m: m.header.stamp,
                                    lambda m: (m.joint_names, m.points[0].positions))
     print(f'closest {distance.min() * 1e3:.1f} mm at {t_robot:.3f} s, commanded '
@@ -141,7 +146,8 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     # of being caught up joint by joint, which distorted it (docs/command_stream.md, "Late
     # ticks": before, 75 mm and 40 mm misses in CI runs). The bound adds the controller's
     # tracking of the plan to the search's error: 3.1 mm on an otherwise idle machine
-    assert distance.min() < search_error + 0.02, (simon.ctl.stderr[-3000:]
+    assert distance.min() < search_error + 0.02, (f'samples: largest gap {gap:.3f} s\n'
+                                                  + simon.ctl.stderr[-3000:]
                                                   + simon.adapter.stderr[-2000:])
     # when the exemplar says, or later by what the plan waited for a starved loop (bounded
     # here by twice the time lost on tails over the whole plan); never early
