@@ -102,7 +102,8 @@ def test_the_controller_follows_a_plan_within_its_limits_and_holds_its_end():
     assert any(kind == 'trajectory_done' for kind, _, _ in c.drain_events())
 
 
-def test_a_pose_goal_ends_a_plan():
+def _wam_following_a_plan():
+    """Return a WAM controller following a 5 s joint plan from the ready pose, and that pose."""
     from ik_control.control.controller import ControllerConfig, ResolvedRateController
 
     c = ResolvedRateController(WAM, ControllerConfig(rate_hz=500.0))
@@ -110,19 +111,18 @@ def test_a_pose_goal_ends_a_plan():
     c.set_joint_state(WAM.joint_names, q0, 0.0)
     c.update(0.0)
     c.set_joint_trajectory(WAM.joint_names, [0.0, 5.0], [q0, q0 + 0.3], None, start=0.0)
+    return c, q0
+
+
+def test_a_pose_goal_ends_a_plan():
+    c, q0 = _wam_following_a_plan()
     c.set_target_matrix('tool', WAM.frame_placements(q0)[0])
     assert c.joint_goal is None
 
 
 def test_a_refused_twist_leaves_a_plan_running():
     # a NaN twist is refused before it can end the plan (it used to cancel it first)
-    from ik_control.control.controller import ControllerConfig, ResolvedRateController
-
-    c = ResolvedRateController(WAM, ControllerConfig(rate_hz=500.0))
-    q0 = robots.ready_pose('wam')
-    c.set_joint_state(WAM.joint_names, q0, 0.0)
-    c.update(0.0)
-    c.set_joint_trajectory(WAM.joint_names, [0.0, 5.0], [q0, q0 + 0.3], None, start=0.0)
+    c, _ = _wam_following_a_plan()
     with pytest.raises(InputError):
         c.set_twist_target('tool', [float('nan'), 0.0, 0.0], [0.0, 0.0, 0.0], 0.01)
     assert c.joint_goal is not None
