@@ -92,9 +92,9 @@ def time_parameterize(path, velocity_limit, acceleration_limit, dt=0.02, joint_n
         span = np.abs(dq)
         if span.max() <= 1e-9:
             continue            # a repeated waypoint (within 1e-9 rad)
-        moving = span > 0.0
-        v_s = float(np.min(vmax[moving] / span[moving]))
-        a_s = float(np.min(amax[moving] / span[moving]))
+        # min over the moving joints of limit / span, without dividing by a subnormal span
+        v_s = 1.0 / float(np.max(span / vmax))
+        a_s = 1.0 / float(np.max(span / amax))
         ta, tc, peak = segment_profile(v_s, a_s)
         tf = 2.0 * ta + tc
         t = np.arange(dt, tf, dt)
