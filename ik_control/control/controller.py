@@ -41,6 +41,9 @@ keeps -- the state's, the twists', the last tick's -- is shifted by the jump, so
 carry on as if the clock had not jumped: a twist still times out ``twist_timeout`` after
 it arrived, and a state is still stale ``joint_state_timeout`` after it came. A forward
 jump is time that passed: twists time out, the state may go stale (the arm stops).
+So every ``now`` given to a method must be a clock reading taken in call order: a reading
+taken before one already given counts as a backward jump (a caller that read the clock,
+then handed an input read later, then the tick, shifted everything it keeps each time).
 """
 
 from collections import deque
@@ -301,6 +304,7 @@ class ResolvedRateController:
         self._best_error = np.full((ne, 2), math.inf)
         self._best_time = np.full((ne, 2), math.inf)
         self._clock = -math.inf  # latest time seen, to notice backward clock jumps
+        self.clock_jumps_back = 0  # backward clock jumps seen (module docstring)
         self.last_refusal = ''
         self.reseeds = 0
         self.late_ticks = 0  # ticks so late that the command followed its braking tail
@@ -393,6 +397,9 @@ class ResolvedRateController:
         """Shift the kept times by a backward clock jump (module docstring)."""
         jump = now - self._clock
         if jump < 0.0:
+            self.clock_jumps_back += 1
+            self._event('clock_jump', 'warn', f'the clock jumped back {-jump:.6g} s: the '
+                        'times kept (state, twists, committed path) are moved with it')
             self.state_time += jump
             self._bad_input_time += jump
             self._last_tick += jump

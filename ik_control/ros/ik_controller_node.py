@@ -511,9 +511,9 @@ class IkControllerNode(Node):
         return (stamp.sec - self._epoch[0]) + 1e-9 * (stamp.nanosec - self._epoch[1])
 
     # ------------------------------------------------------------------ inputs
-    def _refuse(self, reason):
+    def _refuse(self, reason, now=None):
         self._refusals += 1
-        self.controller.refuse(self._now(), reason)
+        self.controller.refuse(self._now() if now is None else now, reason)
         self.get_logger().warn(f'refused: {reason}', throttle_duration_sec=1.0)
 
     def _on_joint_state(self, raw):
@@ -533,7 +533,7 @@ class IkControllerNode(Node):
                                       throttle_duration_sec=1.0)
             return None
         except InputError as exc:
-            self._refuse(str(exc))
+            self._refuse(str(exc), now)  # (a later clock reading would come before `now`)
             return None
 
     def _target_in_base(self, frame_id, T, stamp):
@@ -613,8 +613,9 @@ class IkControllerNode(Node):
             if not np.all(np.isfinite(poses)):
                 raise InputError(f'{ee} target_path is not finite in the base frame')
             path = KeyPosePath(0.0, start, offsets, poses, twist)  # checks the times
-            with self.lock:
-                self._start_motion(ee, path, now, f'a path of {len(offsets)} key poses')
+            with self.lock:  # starts now: an older reading would be a backward clock jump
+                self._start_motion(ee, path, self._now(),
+                                   f'a path of {len(offsets)} key poses')
         except InputError as exc:
             with self.lock:
                 self._refuse(str(exc))
@@ -819,6 +820,16 @@ class IkControllerNode(Node):
             return self._locked_tick(state)
 
     def _locked_tick(self, state):
+        # goals first: their handlers read the clock (a stamp-zero twist starts at its
+        # arrival), and the controller must be given its clock readings in order: one
+        # older than the last is a backward clock jump, by which it shifts every time it
+        # keeps. Read after the tick's own, under use_sim_time a /clock message landing
+        # between the two readings shifted the committed path 2 ms back per twist, and a
+        # real jump twice over (the state then stale at once: test_reliability)
+        for sub, callback in self._target_subs:
+            message = take_latest(sub)
+            if message is not None:
+                callback(message)
         now = self._now()
         stamp = None if state is None else self._on_serialized_joint_state(state, now)
         if state is not None and stamp is None:
@@ -831,10 +842,6 @@ class IkControllerNode(Node):
                 self.stats.declined = True
                 return None
         self._last_tick = time.perf_counter()
-        for sub, callback in self._target_subs:
-            message = take_latest(sub)
-            if message is not None:
-                callback(message)
         command = self._control(now)
         if stamp is None or command is None:
             return None
@@ -923,6 +930,7 @@ class IkControllerNode(Node):
                       ('late_seconds', f'{c.late_time:.6g}'),
                       ('link', c.link.name),
                       ('implausible_states', str(c.implausible_states)),
+                      ('clock_jumps_back', str(c.clock_jumps_back)),
                       ('stamps_out_of_range', str(self._bad_stamps)),
                       ('position_ik_requests', str(c.fallback.requests)),
                       ('position_ik_solutions', str(c.fallback_uses))]
