@@ -581,7 +581,22 @@ def test_clock_jumps_under_sim_time_are_handled():
     try:
         clock = SimClock(rig)
         probe = rig.probe
-        assert clock.pump(STARTUP, until=lambda: probe.commands > 0 and probe.diagnostics)
+
+        def lag(msg):  # how far a message's stamp is behind the test's clock [s]
+            if msg is None:
+                return math.inf
+            return clock.t - (msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
+
+        # both nodes on the test's clock: the robot steps with it (its joint_states stamped
+        # on it) and the controller commands on it. A node that has not yet discovered the
+        # clock stands still: the robot sends no states, and the controller, whose clock
+        # moves, goes stale (CI: the arm never moved, 22 commands in 6.5 s)
+        assert clock.pump(STARTUP, until=lambda: probe.diagnostics and lag(
+            probe.last_state) < 0.05 and lag(probe.last_command) < 0.05), (
+            f'not on the clock {clock.t:.3f} s after {STARTUP} s: joint_states '
+            f'{lag(probe.last_state):.3f} s behind it, commands '
+            f'{lag(probe.last_command):.3f} s\n'
+            + '\n'.join(p.output_tail(30) for p in rig.pair.processes()))
         checker = rig.fuzz.checker_for(WAM, probe.controller_parameters(
             ['limits.position_margin', 'limits.velocity_scale', 'limits.max_velocity',
              'limits.max_acceleration']))
@@ -607,8 +622,13 @@ def test_clock_jumps_under_sim_time_are_handled():
             for _, msg in rig.log[n:]:
                 checker.check(msg)
             _, q, v = rig.command_arrays(n)
-            assert len(q) > 100, (jump, probe.diagnostics, [
-                p.output_tail(40) for p in rig.pair.processes()])
+
+            def story():
+                head = (f'jump {jump} s: {len(q)} commands after it, {len(rig.log)} in '
+                        f'all, clock at {clock.t:.3f} s, diagnostics {probe.diagnostics}')
+                tails = [p.output_tail(60) for p in rig.pair.processes()]
+                return '\n'.join([head] + tails)
+            assert len(q) > 100, story()
             # no jump: between two commands, at most the motion at full speed over the
             # time between their sending (plus two ticks), but for one re-seed: a clock
             # reset makes the simulated robot hold where it is (see sim/base.py), and if
@@ -620,10 +640,9 @@ def test_clock_jumps_under_sim_time_are_handled():
             reach = checker.v_max * (np.diff(times)[:, None] + 2 * 0.002)
             jumps = np.flatnonzero(np.any(steps > reach, axis=1))
             stamps = rig.command_arrays(n)[0]
-            assert len(jumps) <= 1, (jump, [
+            assert len(jumps) <= 1, str([
                 (int(i), stamps[i:i + 2].round(4).tolist(), float(np.diff(times)[i]),
-                 float(steps[i].max()), q[i:i + 2].round(4).tolist()) for i in jumps], [
-                p.output_tail(20) for p in rig.pair.processes()])
+                 float(steps[i].max()), q[i:i + 2].round(4).tolist()) for i in jumps]) + story()
             assert np.all(steps <= reach + 0.05), (jump, steps.max())
             assert np.max(np.abs(v[-20:])) < 1e-3, (jump, np.abs(v[-20:]).max())
         assert checker.violations == 0, checker.examples
