@@ -12,10 +12,14 @@ wam.yaml, the controller's and the robot's).
 
 * stamped trajectory windows with the robot's own saturation off, so that nothing hides a
   bad stream: within 1.05x of every limit, also while the robot and then the controller
-  are stalled (SIGSTOP/SIGCONT, 50 ms), and at the goal afterwards. The relay delays by
-  up to 20 ms; the relay process itself, on a loaded 2-core machine, adds tens of
-  milliseconds now and then, so the run commits ``max_expected_latency`` 0.05 s ahead
-  (the bound a transport's worst latency must stay within; the default is 0.02 s);
+  are stalled (SIGSTOP/SIGCONT, 50 ms), and at the goal afterwards. The run commits
+  ``max_expected_latency`` 0.08 s ahead (the bound a transport's worst latency must stay
+  within; the default is 0.02 s): the relay delays by up to 20 ms, its own process on a
+  loaded 2-core machine adds tens of milliseconds now and then, and a stall of the
+  controller that catches a window inside ``publish`` (there about one stall in eight)
+  delivers it 50 ms late. (A window the controller finds late before sending it is
+  withheld instead: test_glitches, test_command_window.) With 0.05 s, as before, three
+  such stalls in four took the robot to 1.06-1.32x its acceleration limit;
 * the old one-point, stamp-zero format under the same faults: beyond 1.05x -- the test
   can fail, and this is what it would catch;
 * forward position and velocity commands (no stamps: a robot can only saturate them):
@@ -45,7 +49,7 @@ A_MAX = 5.0         # limits.max_acceleration in config/wam.yaml, both nodes [ra
 FAULT_TIME = 4.0    # seconds of faults [s]
 GOAL_PERIOD = 1.0   # a new far goal this often [s]
 RATIO = 1.05        # the bound on every measured ratio
-LATENCY = 0.05      # max_expected_latency of the stamped windows under faults [s]
+LATENCY = 0.08      # max_expected_latency of the stamped windows under faults [s]
 MAX_DELAY = 0.02    # the relay's longest delay, and its bunching period [s]
 OFFSETS = np.array([0.9, -0.4, 0.7, -0.6, 0.9, 0.5, 1.2])  # the far goal's joint offsets
 
@@ -185,8 +189,8 @@ def test_stamped_windows_keep_the_robot_within_its_limits_under_faults_and_stall
         assert meter.span_speed_ratio > 0.5
         assert run.reaches(goal)
         # stalls: the robot (no joint_states, then a step in time), then the controller
-        # (no commands for longer than max_expected_latency: the robot brakes on the
-        # window's tail, and the controller goes on from there)
+        # (its next tick comes after the committed knots ran out: the path it sends
+        # brakes on the last window's tail for as long, and goes on from there)
         for process in (run.pair.sim, run.pair.controller):
             n = len(run.states)
             run.move(1.2, stall=(process, [0.2, 0.6, 1.0]))
