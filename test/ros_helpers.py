@@ -54,6 +54,7 @@ def ros_env(**extra: str) -> dict:
     path = env.get('PYTHONPATH', '')
     env['PYTHONPATH'] = REPO_ROOT + (os.pathsep + path if path else '')
     env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
+    env.setdefault('PYTHONFAULTHANDLER', '1')  # SIGABRT prints every thread's stack
     env.update(extra)
     return env
 
@@ -168,10 +169,15 @@ class Collector:
                     return True
             return False
 
+        first = seen[0]
         if self.ctx.spin_until(scan, timeout):
             return found[0]
-        raise TimeoutError('no matching message within %.1f s; last: %r'
-                           % (timeout, self.last))
+        last = self.last
+        now = 1e-9 * self.ctx.node.get_clock().now().nanoseconds
+        age = f'stamped {now - stamp_seconds(last):.3f} s ago' if hasattr(last, 'header') else ''
+        came = len(self.messages) - first
+        raise TimeoutError(f'no matching message within {timeout:.1f} s ({came} came '
+                           f'meanwhile); the last {age}: {last!r}'[:2000])
 
     def current(self, timeout: float = 5.0):
         """
@@ -215,8 +221,24 @@ class NodeProcess:
         return self.proc.poll()
 
     def wait(self, timeout: float = 10.0) -> int:
-        """Wait for the process to exit by itself; return its exit code."""
-        return self.proc.wait(timeout=timeout)
+        """
+        Wait for the process to exit by itself; return its exit code.
+
+        Still running after ``timeout`` [s]: it is aborted (SIGABRT: its faulthandler
+        prints where every thread was) and an AssertionError carries its stderr.
+        """
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            raise AssertionError(f'{" ".join(self.args)} still running after {timeout} s; '
+                                 f'its stderr, and its stacks when aborted:\n'
+                                 f'{self.stderr[-6000:]}') from None
 
     def stop(self, timeout: float = 5.0) -> int:
         """Send SIGINT, wait up to ``timeout`` [s], then SIGKILL; return the exit code."""
