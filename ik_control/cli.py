@@ -184,7 +184,7 @@ def _bench_step(args):
 
 
 def _bench_loop(args):
-    from ik_control.ros import bench_loop
+    from ik_control.ros.harness import bench_loop
 
     results = bench_loop.run(seconds=args.seconds, compare_seconds=args.compare_seconds,
                              progress=None if args.json else _progress,
@@ -221,7 +221,7 @@ def _demo(args):
         return EXIT_USAGE
     if args.task == 'paint':
         return _paint_report(None, args.plot, False)
-    from ik_control.ros import demo
+    from ik_control.ros.harness import demo
 
     try:
         return demo.run(args.robot, args.backend, args.plot)
@@ -319,7 +319,7 @@ def _bench_report(args):
 
 
 def _bench_fuzz(args):
-    from ik_control.ros import fuzz
+    from ik_control.ros.harness import fuzz
 
     if args.messages < 1 or not args.rate > 0:
         raise InputError('--messages and --rate must be positive')
@@ -334,7 +334,7 @@ def _bench_fuzz(args):
 
 
 def _bench_soak(args):
-    from ik_control.ros import fuzz, soak
+    from ik_control.ros.harness import fuzz, soak
 
     if not args.minutes > 0:
         raise InputError('--minutes must be positive')

@@ -17,13 +17,10 @@ Import from test modules (``from ros_helpers import ...``); pytest puts the
 
 import os
 import random
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from typing import Callable, List, Optional, Sequence
 
+from ik_control.ros.harness import node_process
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
@@ -197,79 +194,10 @@ def stamp_seconds(msg) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
-class NodeProcess:
-    """
-    A node started as ``python -m module --ros-args ...`` in a subprocess.
-
-    Output goes to temporary files (no pipe can fill up); :meth:`stop` sends
-    SIGINT like Ctrl-C, then SIGKILL after ``timeout``.
-    """
+class NodeProcess(node_process.NodeProcess):
+    """A node in a subprocess (:class:`ik_control.ros.harness.node_process.NodeProcess`)."""
 
     def __init__(self, module: str, ros_args: Sequence[str] = (), env: Optional[dict] = None):
-        """Start the process on the test domain (:func:`ros_env`)."""
-        self.module = module
-        self.args = [sys.executable, '-m', module, '--ros-args', *ros_args]
-        self._out = tempfile.TemporaryFile(mode='w+')
-        self._err = tempfile.TemporaryFile(mode='w+')
-        self.proc = subprocess.Popen(self.args, env=env or ros_env(), cwd=REPO_ROOT,
-                                     stdout=self._out, stderr=self._err,
-                                     stdin=subprocess.DEVNULL)
-
-    @property
-    def returncode(self) -> Optional[int]:
-        """Exit code, or None while running."""
-        return self.proc.poll()
-
-    def wait(self, timeout: float = 10.0) -> int:
-        """
-        Wait for the process to exit by itself; return its exit code.
-
-        Still running after ``timeout`` [s]: it is aborted (SIGABRT: its faulthandler
-        prints where every thread was) and an AssertionError carries its stderr.
-        """
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.send_signal(signal.SIGABRT)
-            try:
-                self.proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            raise AssertionError(f'{" ".join(self.args)} still running after {timeout} s; '
-                                 f'its stderr, and its stacks when aborted:\n'
-                                 f'{self.stderr[-6000:]}') from None
-
-    def stop(self, timeout: float = 5.0) -> int:
-        """Send SIGINT, wait up to ``timeout`` [s], then SIGKILL; return the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def _read(self, f) -> str:
-        f.flush()
-        f.seek(0)
-        return f.read()
-
-    @property
-    def stdout(self) -> str:
-        """Everything written to stdout so far."""
-        return self._read(self._out)
-
-    @property
-    def stderr(self) -> str:
-        """Everything written to stderr so far."""
-        return self._read(self._err)
-
-    def __enter__(self) -> 'NodeProcess':
-        """Return self."""
-        return self
-
-    def __exit__(self, *exc) -> None:
-        """Stop the process."""
-        self.stop()
+        """Start ``python -m module`` on the test domain (:func:`ros_env`), in the repository."""
+        super().__init__(module.rsplit('.', 1)[-1], module, ros_args, env or ros_env(),
+                         cwd=REPO_ROOT)

@@ -2,7 +2,7 @@
 The robot never moves faster than its limits, whatever the transport does.
 
 Real processes over DDS: ``ik_controller`` and ``sim_robot`` on the bundled WAM with
-config/wam.yaml, and between them a ``fault_relay`` (ik_control/ros/fault_relay.py) that
+config/wam.yaml, and between them a ``fault_relay`` (ik_control/ros/harness/fault_relay.py) that
 delays, bunches, drops and reorders the commands for a few seconds, then delivers them
 normally. The arm moves between two far goals all along. The robot's own joint_states
 are measured as an oscilloscope would (:class:`ik_control.control.motion_meter.
@@ -36,9 +36,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.control.motion_meter import MotionMeter
-from ik_control.ros import fuzz
-from ik_control.ros.node_process import NodeProcess
-from ik_control.validation import matrix_to_quaternion
+from ik_control.ros.conversions import pose_stamped
+from ik_control.ros.harness import fuzz
+from ik_control.ros.harness.node_process import NodeProcess
 import numpy as np
 import pytest
 from ros_helpers import domain_id, RosTestContext, stamp_seconds
@@ -81,7 +81,7 @@ class FaultRun:
         self.ctx = None
         try:
             self.pair.start()
-            self.relay = NodeProcess('fault_relay', 'ik_control.ros.fault_relay', relay,
+            self.relay = NodeProcess('fault_relay', 'ik_control.ros.harness.fault_relay', relay,
                                      self.pair.env, fuzz.STOP_TIMEOUT)
             self.ctx = RosTestContext(f'{name}_probe')
             self.states = []
@@ -128,12 +128,7 @@ class FaultRun:
         return int(self.robot_status['clamps'])
 
     def send(self, T):
-        msg = PoseStamped()
-        msg.header.frame_id = 'wam_base'
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, T[:3, 3])
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = map(float, matrix_to_quaternion(T[:3, :3]))
-        self.pose_pub.publish(msg)
+        self.pose_pub.publish(pose_stamped(T, 'wam_base'))
 
     def move(self, seconds, stall=None):
         """Alternate far goals for ``seconds``; ``stall``: (process, times [s]) to SIGSTOP."""

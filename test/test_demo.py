@@ -13,7 +13,7 @@ import sys
 import time
 
 from ik_control import robots
-from ik_control.ros import demo
+from ik_control.ros.harness import demo
 import numpy as np
 import pytest
 from ros_helpers import REPO_ROOT, ros_env, RosTestContext

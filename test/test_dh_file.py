@@ -186,7 +186,7 @@ def test_sam9_from_its_dh_file_runs_on_the_nodes_and_reaches_a_goal():
     table -- not by the project's RobotModel.
     """
     from geometry_msgs.msg import PoseStamped
-    from ik_control.validation import matrix_to_quaternion
+    from ik_control.ros.conversions import pose_stamped
     from ros_helpers import NodeProcess, RosTestContext
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool
@@ -222,11 +222,7 @@ def test_sam9_from_its_dh_file_runs_on_the_nodes_and_reaches_a_goal():
         assert ctx.wait_for_subscribers(pub, 1, timeout=STARTUP), ctl.stderr[-2000:]
         first = states.wait(timeout=STARTUP)
         goal = fk(first.name, np.array(start) + [0.2, -0.15, 0.1, 0.2, -0.2, 0.1, 0.2, 0.1, 0.3])
-        msg = PoseStamped()
-        msg.header.frame_id = 'base_link'
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, goal[:3, 3])
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = map(float, matrix_to_quaternion(goal[:3, :3]))
+        msg = pose_stamped(goal, 'base_link')
         ctx.spin_for(1.0)  # the controller holds the start: its first commands
         reached.clear()
         pub.publish(msg)

@@ -30,7 +30,7 @@ NAME = re.compile(r'^(~/|/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$')
 
 
 def test_fuzzing_a_running_pair_commands_nothing_unsafe():
-    from ik_control.ros import fuzz
+    from ik_control.ros.harness import fuzz
 
     domain_id()
     results = fuzz.run(messages=3000, rate=2000.0, cycle=1000, quiet=500, seed=5,
@@ -139,7 +139,7 @@ def test_only_the_admin_may_change_parameters():
 # ---------------------------------------------------------------------- the live graph
 @pytest.fixture(scope='module')
 def pair():
-    from ik_control.ros import fuzz
+    from ik_control.ros.harness import fuzz
 
     domain_id()
     ns = '/security_test'
@@ -303,7 +303,7 @@ def test_every_kind_of_malformed_message_is_refused_and_counted_on_its_own(pair)
     the steady one: a kind taken instead of refused (a state re-seeds the command, an
     obstacle beside the arm pushes it, a goal moves it) changes it.
     """
-    from ik_control.ros import fuzz
+    from ik_control.ros.harness import fuzz
     import numpy as np
     from ros_helpers import SCHEDULING_SLACK
 

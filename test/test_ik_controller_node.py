@@ -7,6 +7,7 @@ from command_checks import assert_window_within_limits
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
+from ik_control.ros.conversions import pose_stamped
 from ik_control.validation import matrix_to_quaternion
 import numpy as np
 import pytest
@@ -105,12 +106,7 @@ class Bringup:
         return np.array(msg.position)[index]
 
     def send_pose(self, ee, T, frame_id=None):
-        msg = PoseStamped()
-        msg.header.frame_id = self.model.base_frame if frame_id is None else frame_id
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, T[:3, 3])
-        x, y, z, w = matrix_to_quaternion(T[:3, :3])
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = float(x), float(y), float(z), float(w)
+        msg = pose_stamped(T, self.model.base_frame if frame_id is None else frame_id)
         self.goal[ee].clear()
         self.pose_pub[ee].publish(msg)
 

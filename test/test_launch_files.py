@@ -710,7 +710,7 @@ def test_the_wam_given_its_urdf_text_in_robot_description_reaches_a_goal(ros, st
     start; one that took the text for YAML or lost part of it does not reach the goal.
     """
     from geometry_msgs.msg import PoseStamped
-    from ik_control.validation import matrix_to_quaternion
+    from ik_control.ros.conversions import pose_stamped
     from std_msgs.msg import Bool
     from test_ik_controller_node import _errors, LATCHED, PinocchioFK
 
@@ -724,11 +724,7 @@ def test_the_wam_given_its_urdf_text_in_robot_description_reaches_a_goal(ros, st
     goal = fk.placement(robots.SETUPS['wam'].joints,
                         robots.ready_pose('wam') + [0.2, -0.2, 0.1, -0.2, 0.1, 0.2, 0.3],
                         'tool')
-    msg = PoseStamped()
-    msg.header.frame_id = 'wam_base'
-    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, goal[:3, 3])
-    o = msg.pose.orientation
-    o.x, o.y, o.z, o.w = map(float, matrix_to_quaternion(goal[:3, :3]))
+    msg = pose_stamped(goal, 'wam_base')
     ros.spin_until(lambda: reached.messages, 5.0)  # the latched False of the start
     reached.clear()
     pub.publish(msg)

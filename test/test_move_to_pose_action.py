@@ -12,9 +12,9 @@ import subprocess
 import sys
 import time
 
-from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.control.controller import GOAL_SPEED
+from ik_control.ros.conversions import pose_stamped
 from ik_control.ros.move_client import build_goal, result_names
 from ik_control.ros.move_to_pose_server import load_action_type
 from ik_control.validation import InputError, matrix_to_quaternion
@@ -61,14 +61,9 @@ class Client:
         """Build a goal for ``targets`` ({end effector: 4x4}), other fields as given."""
         goal = MoveToPose.Goal()
         for ee, T in targets.items():
-            msg = PoseStamped()
-            msg.header.frame_id = self.bringup.model.base_frame if frame is None else frame
-            p = msg.pose.position
-            p.x, p.y, p.z = map(float, T[:3, 3])
-            o = msg.pose.orientation
-            o.x, o.y, o.z, o.w = map(float, matrix_to_quaternion(T[:3, :3]))
             goal.end_effectors.append(ee)
-            goal.targets.append(msg)
+            goal.targets.append(pose_stamped(
+                T, self.bringup.model.base_frame if frame is None else frame))
         for name, value in fields.items():
             setattr(goal, name, value)
         return goal

@@ -12,7 +12,7 @@ from ik_control import robots
 from ik_control.planning.collision import CollisionChecker
 from ik_control.planning.jt_rrt import GoalKinematics
 from ik_control.planning.obstacles import Obstacle, pose_from
-from ik_control.ros import fuzz
+from ik_control.ros.harness import fuzz
 from ik_control.ros.jt_rrt_planner_node import JtRrtPlannerNode
 import numpy as np
 from rclpy.parameter import Parameter

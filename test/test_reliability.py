@@ -387,7 +387,7 @@ class Rig:
     """sim_robot + ik_controller (bundled WAM, config/wam.yaml) and a probe, over DDS."""
 
     def __init__(self, name, controller_args=(), sim_args=()):
-        from ik_control.ros import fuzz
+        from ik_control.ros.harness import fuzz
         from ros_helpers import domain_id
 
         domain_id()  # this test run's ROS_DOMAIN_ID, exported for the node processes

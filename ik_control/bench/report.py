@@ -8,7 +8,7 @@ and library versions, then one section per benchmark with its table and plot. A 
 file that is missing keeps its section of the existing page (marked as kept), or else
 gets a line saying which command makes it. ``loop.json`` (the
 control-loop benchmark) is shown through its ``table`` text when it has one, else through
-``ik_control.ros.bench_loop.table`` when that exists, else as its JSON; its plot is
+``ik_control.ros.harness.bench_loop.table`` when that exists, else as its JSON; its plot is
 ``plot`` or ``loop.png``.
 """
 
@@ -214,7 +214,7 @@ def loop_section(data):
     if isinstance(data, dict) and isinstance(data.get('table'), str):
         return generic_section(data)
     try:
-        from ik_control.ros import bench_loop
+        from ik_control.ros.harness import bench_loop
         text = bench_loop.table(data)
     except Exception:  # noqa: B902 - no such module or another layout: show the JSON
         return generic_section(data)

@@ -11,14 +11,17 @@ import array
 from typing import NamedTuple, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Duration, Time
-from ik_control.validation import finite_vector, quaternion_to_matrix, unit_quaternion
+from geometry_msgs.msg import PoseStamped
+from ik_control.validation import (finite_vector, matrix_to_quaternion, quaternion_to_matrix,
+                                   unit_quaternion)
 import numpy as np
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 __all__ = [
     'JointTrajectoryArrays', 'arrays_to_joint_state', 'arrays_to_joint_trajectory',
-    'joint_trajectory_to_arrays', 'pose_to_matrix', 'sec_to_duration', 'sec_to_time',
+    'joint_trajectory_to_arrays', 'matrix_to_pose', 'pose_stamped', 'pose_to_matrix',
+    'sec_to_duration', 'sec_to_time',
     'time_to_sec', 'write_float_array',
 ]
 
@@ -64,6 +67,29 @@ def pose_to_matrix(pose, what='pose'):
     T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w],
                                                      f'{what} orientation'))
     return T
+
+
+def matrix_to_pose(T, pose):
+    """Fill the geometry_msgs/Pose ``pose`` with the 4x4 placement ``T`` [m]; return it."""
+    p, o = pose.position, pose.orientation
+    p.x, p.y, p.z = (float(v) for v in T[:3, 3])
+    o.x, o.y, o.z, o.w = (float(v) for v in matrix_to_quaternion(T[:3, :3]))
+    return pose
+
+
+def pose_stamped(T, frame_id, stamp=None):
+    """
+    Return a PoseStamped of the 4x4 placement ``T`` [m] in ``frame_id``.
+
+    ``stamp``: a ``builtin_interfaces/Time``, an rclpy Time or seconds; None leaves it
+    zero.
+    """
+    msg = PoseStamped()
+    msg.header.frame_id = frame_id
+    if stamp is not None:
+        _set_stamp(msg.header, stamp)
+    matrix_to_pose(T, msg.pose)
+    return msg
 
 
 def joint_state_positions(msg, joint_names: Sequence[str]):

@@ -36,8 +36,8 @@ from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
 from ik_control.control.motion_meter import MotionMeter
 from ik_control.ik.pose_error import pose_distance
-from ik_control.ros.node_process import node_environment, NodeProcess
-from ik_control.validation import matrix_to_quaternion
+from ik_control.ros.conversions import pose_stamped
+from ik_control.ros.harness.node_process import node_environment, NodeProcess
 import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -339,14 +339,8 @@ class Recorder:
 
     def send_pose(self, ee, T):
         """Publish the goal ``T`` (4x4, base frame) for end effector ``ee``."""
-        msg = PoseStamped()
-        msg.header.frame_id = self.model.base_frame
-        msg.header.stamp = self.node.get_clock().now().to_msg()
-        p = msg.pose.position
-        p.x, p.y, p.z = (float(v) for v in T[:3, 3])
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = (float(v) for v in matrix_to_quaternion(T[:3, :3]))
-        self.pose_pub[ee].publish(msg)
+        self.pose_pub[ee].publish(
+            pose_stamped(T, self.model.base_frame, self.node.get_clock().now()))
 
     def send_twist(self, ee, linear):
         """Publish a velocity command [m/s] for end effector ``ee`` (base frame)."""

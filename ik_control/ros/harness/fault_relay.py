@@ -121,7 +121,7 @@ class FaultRelay(Node):
 
 
 def main(args=None):
-    """Entry point: ``python -m ik_control.ros.fault_relay --ros-args ...``."""
+    """Entry point: ``python -m ik_control.ros.harness.fault_relay --ros-args ...``."""
     sys.exit(run_node(NODE_NAME, FaultRelay, args=args))
 
 

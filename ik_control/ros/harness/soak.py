@@ -2,7 +2,7 @@
 ``ik_control bench soak``: the controller at its configured rate for minutes, under goals.
 
 SIMON (``config/simon.yaml``: 1 kHz, both hands) runs as two processes, ``sim_robot`` and
-``ik_controller``, as in :mod:`ik_control.ros.fuzz` (private namespace, ``/diagnostics``
+``ik_controller``, as in :mod:`ik_control.ros.harness.fuzz` (private namespace, ``/diagnostics``
 remapped into it). This process sends a new pose goal to each hand every
 :data:`TARGET_PERIOD` (reachable and unreachable ones mixed) and measures, after a
 warm-up of :data:`WARMUP` seconds:
@@ -13,8 +13,8 @@ warm-up of :data:`WARMUP` seconds:
 * memory: resident set size of both node processes (``VmRSS`` in ``/proc/<pid>/status``)
   at the start and the end of the measurement, and its growth;
 * limit violations: every command checked as in the fuzz bench
-  (:class:`~ik_control.ros.fuzz.CommandChecker`); the robot's own motion
-  (:class:`~ik_control.ros.fuzz.MotionMonitor`: speed between samples and over 10 ms,
+  (:class:`~ik_control.ros.harness.fuzz.CommandChecker`); the robot's own motion
+  (:class:`~ik_control.ros.harness.fuzz.MotionMonitor`: speed between samples and over 10 ms,
   acceleration over 10 ms, as ratios of the limits) and the setpoints its saturation had
   to clamp (``clamps`` in sim_robot's diagnostics);
 * message losses: the controller ticks once per joint_states message (its loop is
@@ -33,7 +33,7 @@ import os
 import time
 
 from ik_control import robots
-from ik_control.ros import fuzz
+from ik_control.ros.harness import fuzz
 import numpy as np
 
 TARGET_PERIOD = 0.05     # a new goal per hand this often [s]
@@ -68,7 +68,7 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
 
     ``realtime_priority`` is passed to both nodes (0: normal scheduling, as in the
     robot's parameter file). ``progress(text)`` receives progress lines. Raises
-    :class:`~ik_control.ros.fuzz.FuzzError` if the nodes do not start or one of them dies.
+    :class:`~ik_control.ros.harness.fuzz.FuzzError` if the nodes do not start or one of them dies.
     """
     if not minutes > 0:
         raise ValueError('minutes must be > 0')

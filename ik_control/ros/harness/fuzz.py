@@ -43,9 +43,9 @@ from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
 from ik_control.control.command_window import sample_points
 from ik_control.control.motion_meter import MotionMeter
-from ik_control.ros.node_process import node_environment, NodeProcess
+from ik_control.ros.conversions import pose_stamped, sec_to_time
+from ik_control.ros.harness.node_process import node_environment, NodeProcess
 from ik_control.ros.realtime_loop import PolledGroup, take_all
-from ik_control.validation import matrix_to_quaternion
 import numpy as np
 from rcl_interfaces.srv import GetParameters
 import rclpy
@@ -343,8 +343,7 @@ def checker_for(model, parameters):
 
 # ---------------------------------------------------------------------- the bench's node
 def _stamp(msg, seconds):
-    msg.header.stamp.sec = int(math.floor(seconds))
-    msg.header.stamp.nanosec = int((seconds - math.floor(seconds)) * 1e9) % 1_000_000_000
+    sec_to_time(seconds, msg.header.stamp)
 
 
 class Probe:
@@ -537,14 +536,8 @@ class Probe:
 
     def pose_message(self, T, frame_id=None, stamp=None):
         """Return a PoseStamped of ``T`` (4x4, in the base frame unless ``frame_id``)."""
-        msg = PoseStamped()
-        msg.header.frame_id = self.model.base_frame if frame_id is None else frame_id
-        _stamp(msg, time.time() if stamp is None else stamp)
-        p = msg.pose.position
-        p.x, p.y, p.z = (float(v) for v in T[:3, 3])
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = (float(v) for v in matrix_to_quaternion(T[:3, :3]))
-        return msg
+        return pose_stamped(T, self.model.base_frame if frame_id is None else frame_id,
+                            time.time() if stamp is None else stamp)
 
     def send_pose(self, ee, T, frame_id=None, stamp=None):
         """Publish a pose goal for ``ee`` (4x4 in the base frame); return the message."""
@@ -590,14 +583,8 @@ class MessageFactory:
         return ee, msg
 
     def _pose_msg(self, T):
-        msg = PoseStamped()
-        msg.header.frame_id = self.model.base_frame if self.rng.random() < 0.5 else ''
-        _stamp(msg, time.time())
-        p = msg.pose.position
-        p.x, p.y, p.z = (float(v) for v in T[:3, 3])
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = (float(v) for v in matrix_to_quaternion(T[:3, :3]))
-        return msg
+        frame = self.model.base_frame if self.rng.random() < 0.5 else ''
+        return pose_stamped(T, frame, time.time())
 
     def twist_goal(self):
         """(ee, TwistStamped) of a small valid twist."""

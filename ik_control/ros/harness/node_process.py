@@ -17,10 +17,11 @@ def _die_with_parent():
 
 
 def node_environment():
-    """Return the environment of the nodes: the user's, discovery on localhost by default."""
+    """Return the nodes' environment: the user's, discovery on localhost, faulthandler on."""
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     env = dict(os.environ)
     env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
+    env.setdefault('PYTHONFAULTHANDLER', '1')  # a fatal signal prints every thread's stack
     return env
 
 
@@ -36,23 +37,77 @@ def rss_kib(pid):
     return None
 
 
+def _read(stream):
+    stream.flush()
+    stream.seek(0)
+    return stream.read()
+
+
 class NodeProcess:
     """
     A node started as ``sys.executable -m module --ros-args ...``; output to temp files.
 
-    :meth:`stop` sends SIGINT, then SIGKILL after ``stop_timeout`` [s].
+    No pipe can fill up; :meth:`stop` sends SIGINT, then SIGKILL after ``stop_timeout``
+    [s]. The one way the harnesses and the tests start nodes (the tests' ``ros_helpers``
+    only fill in their domain and directory).
     """
 
-    def __init__(self, name, module, ros_args, env, stop_timeout=5.0):
-        """Start the process."""
+    def __init__(self, name, module, ros_args, env, stop_timeout=5.0, cwd=None):
+        """Start the process (in ``cwd``, default this one's) with environment ``env``."""
         self.name = name
+        self.module = module
         self.stop_timeout = stop_timeout
+        self.args = [sys.executable, '-m', module, '--ros-args', *ros_args]
         self._err = tempfile.TemporaryFile(mode='w+')
         self._out = tempfile.TemporaryFile(mode='w+')
         self.proc = subprocess.Popen(
-            [sys.executable, '-m', module, '--ros-args', *ros_args], env=env,
+            self.args, env=env, cwd=cwd,
             stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
             preexec_fn=_die_with_parent if sys.platform.startswith('linux') else None)
+
+    def __enter__(self):
+        """Return self."""
+        return self
+
+    def __exit__(self, *exc):
+        """Stop the process."""
+        self.stop()
+
+    @property
+    def returncode(self):
+        """Exit code, or None while running."""
+        return self.proc.poll()
+
+    @property
+    def stdout(self):
+        """Everything written to stdout so far."""
+        return _read(self._out)
+
+    @property
+    def stderr(self):
+        """Everything written to stderr so far."""
+        return _read(self._err)
+
+    def wait(self, timeout=10.0):
+        """
+        Wait for the process to exit by itself; return its exit code.
+
+        Still running after ``timeout`` [s]: it is aborted (SIGABRT: with
+        ``PYTHONFAULTHANDLER`` set it prints where every thread was) and an
+        AssertionError carries its stderr.
+        """
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            raise AssertionError(f'{" ".join(self.args)} still running after {timeout} s; '
+                                 f'its stderr, and its stacks when aborted:\n'
+                                 f'{self.stderr[-6000:]}') from None
 
     @property
     def pid(self):
@@ -69,11 +124,7 @@ class NodeProcess:
 
     def output_tail(self, lines=20):
         """Return the last ``lines`` lines of the process's stderr and stdout."""
-        text = []
-        for f in (self._err, self._out):
-            f.flush()
-            f.seek(0)
-            text += f.read().splitlines()
+        text = self.stderr.splitlines() + self.stdout.splitlines()
         return '\n'.join(text[-lines:])
 
     def kill(self):

@@ -32,8 +32,8 @@ import time
 
 from geometry_msgs.msg import PoseStamped
 from ik_control import robots
+from ik_control.ros.conversions import pose_stamped
 from ik_control.ros.realtime_loop import summarize
-from ik_control.validation import matrix_to_quaternion
 import numpy as np
 import rclpy
 from rclpy.node import Node
@@ -66,16 +66,6 @@ def _goal_poses(model, rng, count):
         q = np.clip(ready + rng.normal(0, 0.2, model.nq), model.lower, model.upper)
         out.append(model.frame_placements(q))
     return out
-
-
-def _pose_msg(T, frame):
-    msg = PoseStamped()
-    msg.header.frame_id = frame
-    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, T[:3, 3])
-    x, y, z, w = matrix_to_quaternion(T[:3, :3])
-    o = msg.pose.orientation
-    o.x, o.y, o.z, o.w = float(x), float(y), float(z), float(w)
-    return msg
 
 
 def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
@@ -123,7 +113,7 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
             T = poses[k % len(poses)]
             if client is None:
                 for i, pub in enumerate(pubs):
-                    pub.publish(_pose_msg(T[i], model.base_frame))
+                    pub.publish(pose_stamped(T[i], model.base_frame))
                 time.sleep(0.5)
             else:
                 client.send(T)
@@ -174,7 +164,7 @@ class _ActionGoals:
         """Send one goal for both hands (placements ``T``, base frame)."""
         goal = self.action.Goal()
         goal.end_effectors = list(self.model.end_effector_names)
-        goal.targets = [_pose_msg(T[i], self.model.base_frame)
+        goal.targets = [pose_stamped(T[i], self.model.base_frame)
                         for i in range(len(goal.end_effectors))]
         future = self.client.send_goal_async(goal, feedback_callback=self._feedback)
         future.add_done_callback(self._accepted)
