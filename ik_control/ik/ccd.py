@@ -49,8 +49,10 @@ that turns several joints of the chain is set by the closed form about its most 
 joint, with the kinematics recomputed around it; the change is halved (up to
 ``_HALVINGS`` times) until the weighted error does not grow.
 
-:func:`ccd_solve` iterates sweeps to convergence; :class:`CcdMotion` runs one sweep per
-control tick with every joint change bounded, as a motion generator toward a goal.
+:func:`ccd_sweep` is the one sweep, for one end effector or several at once (their gains
+summed: :mod:`~ik_control.ik.tree_ccd`). :func:`ccd_solve` iterates sweeps to
+convergence; :class:`CcdMotion` runs one sweep per control tick with every joint change
+bounded, as a motion generator toward a goal.
 """
 
 from dataclasses import dataclass
@@ -203,37 +205,58 @@ def weighted_cost(p_c, R_c, p_d, R_d, alpha, w_o):
 
 
 @njit(cache=True, nogil=True)
-def _end_effector(F, IX, W, q, frame, p, R):
+def _effectors(F, IX, W, q, frames, p, R):
+    """Forward kinematics at ``q``; copy the placements of ``frames`` into ``p``, ``R``."""
     kernels.update_kinematics(F, IX, W, q, False, False)
     frame_T = kernels.work_views(IX, W)[2]
-    p[:] = frame_T[frame, :3, 3]
-    R[:, :] = frame_T[frame, :3, :3]
+    for e in range(frames.shape[0]):
+        f = frames[e]
+        for r in range(3):
+            p[e, r] = frame_T[f, r, 3]
+            for c in range(3):
+                R[e, r, c] = frame_T[f, r, c]
 
 
 @njit(cache=True, nogil=True)
-def ccd_sweep(F, IX, W, chain, coupled, frame, q, p_d, R_d, alpha, w_o, max_step, p_c, R_c):
-    """
-    One CCD sweep (module docstring), updating ``q``, ``p_c`` and ``R_c`` in place.
+def _total_cost(p, R, p_d, R_d, alpha, w_o, mask):
+    cost = 0.0
+    for e in range(p.shape[0]):
+        if mask[e]:
+            cost += weighted_cost(p[e], R[e], p_d[e], R_d[e], alpha[e], w_o[e])
+    return cost
 
-    ``chain`` lists ``(tree joint, controlled joint)`` pairs from the end effector
-    inwards, a controlled joint once (at its most proximal tree joint); ``coupled[k]`` is
-    true when controlled joint ``k`` turns several joints of the chain. ``max_step``
-    (per controlled joint) bounds each change [rad or m].
+
+@njit(cache=True, nogil=True)
+def ccd_sweep(F, IX, W, order, moves, coupled, frames, q, p_d, R_d, alpha, w_o, max_step):
+    """
+    One CCD sweep over ``order`` ((tree joint, controlled joint) pairs, distal first), in place.
+
+    The one sweep, for one end effector or several (:mod:`~ik_control.ik.tree_ccd`): a
+    joint's gains over the effectors it moves are summed, which for one effector is the
+    slides' step. ``moves[n, e]``: joint ``order[n]`` moves effector ``e``;
+    ``coupled[k]``: controlled joint ``k`` turns several tree joints (mimic); ``frames``
+    the effectors' frame indices; ``p_d`` (ne, 3), ``R_d`` (ne, 3, 3) the goals;
+    ``alpha``, ``w_o`` (ne,) the weights; ``max_step`` (nq,) the bound on each change
+    [rad or m]. A prismatic joint takes :func:`best_translation` weighted by ``alpha``
+    over its effectors.
     """
     fv = kernels.model_views(F, IX)
     axis_local, multiplier, kind, lower, upper = fv[1], fv[2], fv[8], fv[14], fv[15]
     joint_T = kernels.work_views(IX, W)[1]
-    _end_effector(F, IX, W, q, frame, p_c, R_c)
+    ne = frames.shape[0]
+    p_c = np.empty((ne, 3))
+    R_c = np.empty((ne, 3, 3))
+    p_t = np.empty((ne, 3))
+    R_t = np.empty((ne, 3, 3))
+    _effectors(F, IX, W, q, frames, p_c, R_c)
     a = np.empty(3)
     o = np.empty(3)
-    p_trial = np.empty(3)
-    R_trial = np.empty((3, 3))
     refresh = False
-    for n in range(chain.shape[0]):
-        j = chain[n, 0]
-        k = chain[n, 1]
+    for n in range(order.shape[0]):
+        j = order[n, 0]
+        k = order[n, 1]
         if coupled[k] or refresh:
-            _end_effector(F, IX, W, q, frame, p_c, R_c)
+            _effectors(F, IX, W, q, frames, p_c, R_c)
             refresh = False
         T = joint_T[j]
         ax, ay, az = axis_local[j, 0], axis_local[j, 1], axis_local[j, 2]
@@ -242,24 +265,35 @@ def ccd_sweep(F, IX, W, chain, coupled, frame, q, p_d, R_d, alpha, w_o, max_step
             a[r] = T[r, 0] * ax + T[r, 1] * ay + T[r, 2] * az
         mult = multiplier[j]
         revolute = kind[j] == kernels.JOINT_REVOLUTE
+        s1, s2, s3, num, den = 0.0, 0.0, 0.0, 0.0, 0.0
+        for e in range(ne):
+            if not moves[n, e]:
+                continue
+            if revolute:
+                p_ic = p_c[e] - o
+                p_id = p_d[e] - o
+                w_p = position_weight(alpha[e], p_ic, p_id)
+                k1, k2, k3 = gain_coefficients(p_ic, p_id, a, R_c[e], R_d[e], w_p, w_o[e])
+                s1 += k1
+                s2 += k2
+                s3 += k3
+            else:
+                num += alpha[e] * best_translation(p_c[e], p_d[e], a)
+                den += alpha[e]
         if revolute:
-            p_ic = p_c - o
-            p_id = p_d - o
-            w_p = position_weight(alpha, p_ic, p_id)
-            k1, k2, k3 = gain_coefficients(p_ic, p_id, a, R_c, R_d, w_p, w_o)
-            delta = best_rotation(k1, k2, k3) / mult
+            delta = best_rotation(s1, s2, s3) / mult
         else:
-            delta = best_translation(p_c, p_d, a) / mult
+            delta = (num / den if den > 0.0 else 0.0) / mult
         change = feasible_change(delta, q[k], lower[k], upper[k], max_step[k], revolute)
         if change == 0.0:
             continue
         if coupled[k]:
-            before = weighted_cost(p_c, R_c, p_d, R_d, alpha, w_o)
+            before = _total_cost(p_c, R_c, p_d, R_d, alpha, w_o, moves[n])
             q0 = q[k]
             for _ in range(_HALVINGS):
                 q[k] = q0 + change
-                _end_effector(F, IX, W, q, frame, p_trial, R_trial)
-                if weighted_cost(p_trial, R_trial, p_d, R_d, alpha, w_o) <= before:
+                _effectors(F, IX, W, q, frames, p_t, R_t)
+                if _total_cost(p_t, R_t, p_d, R_d, alpha, w_o, moves[n]) <= before:
                     break
                 change *= 0.5
             else:
@@ -267,36 +301,49 @@ def ccd_sweep(F, IX, W, chain, coupled, frame, q, p_d, R_d, alpha, w_o, max_step
             refresh = True
             continue
         q[k] += change
-        if revolute:
-            rotate_about(o, a, mult * change, p_c, R_c)
-        else:
-            for r in range(3):
-                p_c[r] += mult * change * a[r]
+        for e in range(ne):
+            if not moves[n, e]:
+                continue
+            if revolute:
+                rotate_about(o, a, mult * change, p_c[e], R_c[e])
+            else:
+                for r in range(3):
+                    p_c[e, r] += mult * change * a[r]
 
 
 @njit(cache=True, nogil=True)
-def ccd_iterate(F, IX, W, chain, coupled, frame, q, p_d, R_d, use_rotation, alpha, w_o,
-                max_step, max_sweeps, tolerance, rotation_tolerance, history):
-    """
-    Sweep until both errors are within tolerance or ``max_sweeps`` sweeps are done.
+def ccd_errors(F, IX, W, q, frames, p_d, R_d, use_rotation, out):
+    """Write each effector's (position [m], rotation [rad]) error at ``q`` into ``out``."""
+    ne = frames.shape[0]
+    p = np.empty((ne, 3))
+    R = np.empty((ne, 3, 3))
+    _effectors(F, IX, W, q, frames, p, R)
+    for e in range(ne):
+        ep, er = pose_errors(p[e], R[e], p_d[e], R_d[e], use_rotation[e])
+        out[e, 0] = ep
+        out[e, 1] = er
 
-    ``history[s]`` receives (position [m], rotation [rad]) errors before sweep ``s`` and,
-    at the end, after the last one. Returns (sweeps done, converged).
+
+@njit(cache=True, nogil=True)
+def ccd_iterate(F, IX, W, order, moves, coupled, frames, q, p_d, R_d, use_rotation, alpha,
+                w_o, max_step, max_sweeps, tolerance, rotation_tolerance, history):
     """
-    p_c = np.empty(3)
-    R_c = np.empty((3, 3))
-    _end_effector(F, IX, W, q, frame, p_c, R_c)
+    Sweep until every effector is within both tolerances or ``max_sweeps`` are done.
+
+    ``history[s]`` gets the largest (position [m], rotation [rad]) error over the
+    effectors before sweep ``s`` (and after the last). Returns (sweeps, converged).
+    """
+    ne = frames.shape[0]
+    err = np.empty((ne, 2))
     for s in range(max_sweeps + 1):
-        ep, er = pose_errors(p_c, R_c, p_d, R_d, use_rotation)
-        history[s, 0] = ep
-        history[s, 1] = er
-        if ep <= tolerance and er <= rotation_tolerance:
+        ccd_errors(F, IX, W, q, frames, p_d, R_d, use_rotation, err)
+        history[s, 0] = err[:, 0].max()
+        history[s, 1] = err[:, 1].max()
+        if history[s, 0] <= tolerance and history[s, 1] <= rotation_tolerance:
             return s, True
         if s == max_sweeps:
             break
-        ccd_sweep(F, IX, W, chain, coupled, frame, q, p_d, R_d, alpha, w_o, max_step, p_c,
-                  R_c)
-        _end_effector(F, IX, W, q, frame, p_c, R_c)
+        ccd_sweep(F, IX, W, order, moves, coupled, frames, q, p_d, R_d, alpha, w_o, max_step)
     return max_sweeps, False
 
 
@@ -353,6 +400,8 @@ class Ccd:
                 seen.add(k)
                 chain.append((j, k))
         self.chain = np.array(chain[::-1], dtype=np.int64).reshape(-1, 2)
+        self._frames = np.array([self.frame], dtype=np.int64)   # ccd_sweep's one effector
+        self._moves = np.ones((len(chain), 1), dtype=bool)
         self.chain_joints = tuple(model.joint_names[k] for _, k in chain[::-1])
         self._ws = model.workspace()
 
@@ -415,9 +464,10 @@ class Ccd:
         history = np.zeros((max_iterations + 1, 2))
         m = self.model
         w_o = self.orientation_weight if use_rotation else 0.0
-        sweeps, ok = ccd_iterate(m.packed_f, m.packed_i, self._ws.W, self.chain, self.coupled,
-                                 self.frame, q, p_d, R_d, use_rotation,
-                                 self._alpha(q, use_rotation), w_o,
+        sweeps, ok = ccd_iterate(m.packed_f, m.packed_i, self._ws.W, self.chain, self._moves,
+                                 self.coupled, self._frames, q, p_d[None], R_d[None],
+                                 np.array([use_rotation]),
+                                 np.array([self._alpha(q, use_rotation)]), np.array([w_o]),
                                  self._steps(max_joint_step), max_iterations,
                                  float(tolerance), float(rotation_tolerance), history)
         history = history[:sweeps + 1].copy()

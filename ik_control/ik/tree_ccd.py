@@ -21,159 +21,18 @@ joint-to-effector distance, :data:`~ik_control.ik.ccd.POSITION_SCALE`), so the e
 position errors weigh alike whatever their reach; ``w_o`` is ``orientation_weight`` for a
 pose effector and 0 for a position-only one (``RobotModel.task_is_pose``).
 
-:class:`TreeCcd` runs sweeps to convergence (``ccd`` in ``ik_control solve`` for several
-effectors) or a bounded number of them (the controller's ``ik_method: ccd``).
+The sweep is :func:`~ik_control.ik.ccd.ccd_sweep`, the one that the single-chain
+:class:`~ik_control.ik.ccd.Ccd` runs too (with one effector); this module sets up the
+effector set. :class:`TreeCcd` runs sweeps to convergence (``ccd`` in ``ik_control
+solve`` for several effectors) or a bounded number of them (the controller's
+``ik_method: ccd``).
 """
 
 import time
 
-from ik_control.ik.ccd import (best_rotation, CcdResult, feasible_change, gain_coefficients,
-                               pose_errors, POSITION_SCALE, position_weight, rotate_about,
-                               weighted_cost)
-from ik_control.kinematics import kernels
+from ik_control.ik.ccd import ccd_errors, ccd_iterate, CcdResult, POSITION_SCALE
 from ik_control.validation import finite_vector, InputError
-from numba import njit
 import numpy as np
-
-
-@njit(cache=True, nogil=True)
-def _effectors(F, IX, W, q, frames, p, R):
-    """Forward kinematics at ``q``; copy the placements of ``frames`` into ``p``, ``R``."""
-    kernels.update_kinematics(F, IX, W, q, False, False)
-    frame_T = kernels.work_views(IX, W)[2]
-    for e in range(frames.shape[0]):
-        f = frames[e]
-        for r in range(3):
-            p[e, r] = frame_T[f, r, 3]
-            for c in range(3):
-                R[e, r, c] = frame_T[f, r, c]
-
-
-@njit(cache=True, nogil=True)
-def _total_cost(p, R, p_d, R_d, alpha, w_o, mask):
-    cost = 0.0
-    for e in range(p.shape[0]):
-        if mask[e]:
-            cost += weighted_cost(p[e], R[e], p_d[e], R_d[e], alpha[e], w_o[e])
-    return cost
-
-
-@njit(cache=True, nogil=True)
-def tree_sweep(F, IX, W, order, moves, coupled, frames, q, p_d, R_d, alpha, w_o, max_step):
-    """
-    One sweep over ``order`` ((tree joint, controlled joint) pairs, distal first), in place.
-
-    ``moves[n, e]``: joint ``order[n]`` moves effector ``e``; ``coupled[k]``: controlled
-    joint ``k`` turns several tree joints (mimic); ``frames`` the effectors' frame
-    indices; ``p_d`` (ne, 3), ``R_d`` (ne, 3, 3) the goals; ``alpha``, ``w_o`` (ne,) the
-    weights; ``max_step`` (nq,) the bound on each change [rad or m].
-    """
-    fv = kernels.model_views(F, IX)
-    axis_local, multiplier, kind, lower, upper = fv[1], fv[2], fv[8], fv[14], fv[15]
-    joint_T = kernels.work_views(IX, W)[1]
-    ne = frames.shape[0]
-    p_c = np.empty((ne, 3))
-    R_c = np.empty((ne, 3, 3))
-    p_t = np.empty((ne, 3))
-    R_t = np.empty((ne, 3, 3))
-    _effectors(F, IX, W, q, frames, p_c, R_c)
-    a = np.empty(3)
-    o = np.empty(3)
-    refresh = False
-    for n in range(order.shape[0]):
-        j = order[n, 0]
-        k = order[n, 1]
-        if coupled[k] or refresh:
-            _effectors(F, IX, W, q, frames, p_c, R_c)
-            refresh = False
-        T = joint_T[j]
-        ax, ay, az = axis_local[j, 0], axis_local[j, 1], axis_local[j, 2]
-        for r in range(3):
-            o[r] = T[r, 3]
-            a[r] = T[r, 0] * ax + T[r, 1] * ay + T[r, 2] * az
-        mult = multiplier[j]
-        revolute = kind[j] == kernels.JOINT_REVOLUTE
-        s1, s2, s3, num, den = 0.0, 0.0, 0.0, 0.0, 0.0
-        for e in range(ne):
-            if not moves[n, e]:
-                continue
-            if revolute:
-                p_ic = p_c[e] - o
-                p_id = p_d[e] - o
-                w_p = position_weight(alpha[e], p_ic, p_id)
-                k1, k2, k3 = gain_coefficients(p_ic, p_id, a, R_c[e], R_d[e], w_p, w_o[e])
-                s1 += k1
-                s2 += k2
-                s3 += k3
-            else:
-                num += alpha[e] * ((p_d[e, 0] - p_c[e, 0]) * a[0] + (p_d[e, 1] - p_c[e, 1])
-                                   * a[1] + (p_d[e, 2] - p_c[e, 2]) * a[2])
-                den += alpha[e]
-        if revolute:
-            delta = best_rotation(s1, s2, s3) / mult
-        else:
-            delta = (num / den if den > 0.0 else 0.0) / mult
-        change = feasible_change(delta, q[k], lower[k], upper[k], max_step[k], revolute)
-        if change == 0.0:
-            continue
-        if coupled[k]:
-            before = _total_cost(p_c, R_c, p_d, R_d, alpha, w_o, moves[n])
-            q0 = q[k]
-            for _ in range(8):
-                q[k] = q0 + change
-                _effectors(F, IX, W, q, frames, p_t, R_t)
-                if _total_cost(p_t, R_t, p_d, R_d, alpha, w_o, moves[n]) <= before:
-                    break
-                change *= 0.5
-            else:
-                q[k] = q0
-            refresh = True
-            continue
-        q[k] += change
-        for e in range(ne):
-            if not moves[n, e]:
-                continue
-            if revolute:
-                rotate_about(o, a, mult * change, p_c[e], R_c[e])
-            else:
-                for r in range(3):
-                    p_c[e, r] += mult * change * a[r]
-
-
-@njit(cache=True, nogil=True)
-def tree_errors(F, IX, W, q, frames, p_d, R_d, use_rotation, out):
-    """Write each effector's (position [m], rotation [rad]) error at ``q`` into ``out``."""
-    ne = frames.shape[0]
-    p = np.empty((ne, 3))
-    R = np.empty((ne, 3, 3))
-    _effectors(F, IX, W, q, frames, p, R)
-    for e in range(ne):
-        ep, er = pose_errors(p[e], R[e], p_d[e], R_d[e], use_rotation[e])
-        out[e, 0] = ep
-        out[e, 1] = er
-
-
-@njit(cache=True, nogil=True)
-def tree_iterate(F, IX, W, order, moves, coupled, frames, q, p_d, R_d, use_rotation, alpha,
-                 w_o, max_step, max_sweeps, tolerance, rotation_tolerance, history):
-    """
-    Sweep until every effector is within both tolerances or ``max_sweeps`` are done.
-
-    ``history[s]`` gets the largest (position [m], rotation [rad]) error over the
-    effectors before sweep ``s`` (and after the last). Returns (sweeps, converged).
-    """
-    ne = frames.shape[0]
-    err = np.empty((ne, 2))
-    for s in range(max_sweeps + 1):
-        tree_errors(F, IX, W, q, frames, p_d, R_d, use_rotation, err)
-        history[s, 0] = err[:, 0].max()
-        history[s, 1] = err[:, 1].max()
-        if history[s, 0] <= tolerance and history[s, 1] <= rotation_tolerance:
-            return s, True
-        if s == max_sweeps:
-            break
-        tree_sweep(F, IX, W, order, moves, coupled, frames, q, p_d, R_d, alpha, w_o, max_step)
-    return max_sweeps, False
 
 
 class TreeCcd:
@@ -243,9 +102,8 @@ class TreeCcd:
         p_d, R_d = self.goals(targets)
         out = np.empty((self.frames.size, 2))
         m = self.model
-        tree_errors(m.packed_f, m.packed_i, self._ws.W,
-                    finite_vector(q, m.nq, 'q').copy(), self.frames, p_d, R_d,
-                    self.use_rotation, out)
+        ccd_errors(m.packed_f, m.packed_i, self._ws.W, finite_vector(q, m.nq, 'q').copy(),
+                   self.frames, p_d, R_d, self.use_rotation, out)
         return out
 
     def solve(self, q0, targets, max_iterations=200, tolerance=1e-4, rotation_tolerance=1e-3,
@@ -267,11 +125,11 @@ class TreeCcd:
             raise InputError('tolerance and rotation_tolerance must be > 0')
         alpha = self.weights(q) if alpha is None else np.asarray(alpha, dtype=float)
         history = np.zeros((max_iterations + 1, 2))
-        sweeps, ok = tree_iterate(m.packed_f, m.packed_i, self._ws.W, self.order, self.moves,
-                                  self.coupled, self.frames, q, p_d, R_d, self.use_rotation,
-                                  alpha, self.w_o, self._steps(max_joint_step),
-                                  max_iterations, float(tolerance), float(rotation_tolerance),
-                                  history)
+        sweeps, ok = ccd_iterate(m.packed_f, m.packed_i, self._ws.W, self.order, self.moves,
+                                 self.coupled, self.frames, q, p_d, R_d, self.use_rotation,
+                                 alpha, self.w_o, self._steps(max_joint_step),
+                                 max_iterations, float(tolerance), float(rotation_tolerance),
+                                 history)
         history = history[:sweeps + 1].copy()
         return CcdResult(q, bool(ok), int(sweeps), float(history[-1, 0]),
                          float(history[-1, 1]), history, time.perf_counter() - start)
