@@ -24,15 +24,13 @@ p99 latency <= 500 us.
 """
 
 import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 
 from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.ros.conversions import pose_stamped
+from ik_control.ros.harness.node_process import node_environment, NodeProcess
 from ik_control.ros.realtime_loop import summarize
 import numpy as np
 import rclpy
@@ -40,22 +38,7 @@ from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
 
 GOALS = {'rate_hz': 999.5, 'jitter_us_p99': 100.0, 'latency_us_p99': 500.0}
-
-
-def _spawn(module, args, log):
-    cmd = [sys.executable, '-m', module, '--ros-args', *args]
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL)
-
-
-def _stop(proc):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+STOP_TIMEOUT = 10.0  # SIGINT to SIGKILL [s]: the controller writes its statistics first
 
 
 def _goal_poses(model, rng, count):
@@ -80,14 +63,14 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
     ns = f'/bench_loop_{os.getpid()}_{label}'
     tmp = tempfile.mkdtemp(prefix='ik_control_bench_loop_')
     ctl_stats = os.path.join(tmp, 'controller.npz')
-    log = open(os.path.join(tmp, 'nodes.log'), 'w+')
     common = ['--params-file', params, '-r', f'__ns:={ns}', '-p', f'rate_hz:={rate_hz}',
               '-p', f'urdf_path:={robots.urdf_path("simon")}']
-    sim = _spawn('ik_control.ros.sim_robot_node',
-                 common + ['-p', f'realtime_priority:={priority}'], log)
-    ctl = _spawn('ik_control.ros.ik_controller_node',
-                 common + ['-p', f'loop:={loop}', '-p', f'realtime_priority:={priority}',
-                           '-p', f'statistics_file:={ctl_stats}'], log)
+    env = node_environment()
+    sim = NodeProcess('sim_robot', 'ik_control.ros.sim_robot_node',
+                      common + ['-p', f'realtime_priority:={priority}'], env, STOP_TIMEOUT)
+    ctl = NodeProcess('ik_controller', 'ik_control.ros.ik_controller_node',
+                      common + ['-p', f'loop:={loop}', '-p', f'realtime_priority:={priority}',
+                                '-p', f'statistics_file:={ctl_stats}'], env, STOP_TIMEOUT)
     node = Node(f'bench_loop_{label}', namespace=ns)
     pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)
             for ee in model.end_effector_names]
@@ -100,9 +83,9 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
         deadline = time.monotonic() + 120.0
         while not first or any(p.get_subscription_count() == 0 for p in pubs):
             rclpy.spin_once(node, timeout_sec=0.1)
-            if time.monotonic() > deadline or ctl.poll() is not None or sim.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f'nodes did not come up:\n{log.read()[-3000:]}')
+            if time.monotonic() > deadline or not ctl.alive() or not sim.alive():
+                raise RuntimeError(f'nodes did not come up:\n{sim.output_tail(20)}\n'
+                                   f'{ctl.output_tail(20)}')
         node.destroy_subscription(probe)  # this process stays out of the 1 kHz traffic
         if client is not None:
             client.wait_for_server()
@@ -124,8 +107,8 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                          f'{seconds:.0f} s')
     finally:
         node.destroy_node()
-        _stop(ctl)
-        _stop(sim)
+        ctl.stop()
+        sim.stop()
     data = np.load(ctl_stats)
     keep = (data['start'] >= t_start) & (data['start'] <= t_end)
     figures = summarize(data['start'][keep], data['compute'][keep], data['age'][keep],
