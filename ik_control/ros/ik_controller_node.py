@@ -77,7 +77,8 @@ from ik_control.ros.conversions import pose_to_matrix
 from ik_control.ros.move_to_pose_server import MoveToPoseServer
 from ik_control.ros.parameters import coerce, declare_all, Param, run_node, StartupError
 from ik_control.ros.realtime_loop import (LoopStats, PolledGroup, RealtimeLoop,
-                                          set_realtime_priority, take_latest)
+                                          set_realtime_priority, take_latest,
+                                          TRIGGER_DEADLINE_PERIODS)
 from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
                                    unit_quaternion)
 from nav_msgs.msg import Path
@@ -835,10 +836,12 @@ class IkControllerNode(Node):
         if state is not None and stamp is None:
             # on_joint_states: a refused state is no reason to tick: each extra tick would
             # integrate the command once more, so a stream of bad messages would speed the
-            # arm beyond its limits. Only past the loop's deadline (no good state for 1.5
-            # periods) does it tick, as without a message, so a stale state is noticed.
+            # arm beyond its limits. Only past the loop's deadline (no good state for
+            # TRIGGER_DEADLINE_PERIODS) does it tick, as without a message, so a stale
+            # state is noticed.
             # (synchronized ticks keep their own period whatever comes.)
-            if self._triggered and time.perf_counter() - self._last_tick < 1.5 * self.period:
+            if (self._triggered and time.perf_counter() - self._last_tick
+                    < TRIGGER_DEADLINE_PERIODS * self.period):
                 self.stats.declined = True
                 return None
         self._last_tick = time.perf_counter()

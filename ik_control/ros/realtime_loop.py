@@ -43,6 +43,10 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 STATS_SIZE = 1 << 16
 CLOCK_CHECK_PERIOD = 1.0  # [s] how often the system clock offset is measured again
 SWITCH_INTERVAL = 1e-4  # [s] the longest the loop waits for the GIL (Python's default 5 ms)
+#: A loop triggered by joint_states ticks on its own this many periods [-] after its last
+#: tick when no message came (a lost or late message must not stop the commands, nor a
+#: message a little late make two ticks): between one period and two.
+TRIGGER_DEADLINE_PERIODS = 1.5
 
 
 class PolledGroup(CallbackGroup):
@@ -250,7 +254,7 @@ class RealtimeLoop:
             end = time.perf_counter()
             self.stats.record(start, end - start, np.nan if age is None else age)
             if triggered:
-                next_tick = start + 1.5 * period
+                next_tick = start + TRIGGER_DEADLINE_PERIODS * period
             else:
                 shift = 0.0
                 if info is not None:
