@@ -31,7 +31,7 @@ from ik_control.ik.pose_error import ERROR_MODES
 from ik_control.ik.solver import METHODS
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import load_dh_file
-from ik_control.ros import ik_controller_node, sim_robot_node
+from ik_control.ros import ik_controller_parameters, sim_robot_node
 from ik_control.ros.parameters import Param
 import numpy as np
 import pinocchio as pin
@@ -68,7 +68,7 @@ UNSET_ON_PURPOSE = {'limits.max_velocity'}
 ENUMS = {
     (CONTROLLER, 'solver.method'): set(METHODS),
     (CONTROLLER, 'solver.error_mode'): set(ERROR_MODES),
-    (CONTROLLER, 'loop'): set(ik_controller_node.LOOP_MODES),
+    (CONTROLLER, 'loop'): set(ik_controller_parameters.LOOP_MODES),
     (SIM, 'loop'): {'fixed_rate', 'timer'},
     (SIM, 'backend'): set(sim_robot_node.BACKENDS),
 }
@@ -82,7 +82,8 @@ def repo_path(relative):
 # ---------------------------------------------------------------- declared parameters
 def declared(node):
     """Return ``{name: (default, lo, hi)}`` declared by ``node`` (either table format)."""
-    table = ik_controller_node.PARAMETERS if node == CONTROLLER else sim_robot_node.PARAMETERS
+    table = (ik_controller_parameters.PARAMETERS if node == CONTROLLER
+             else sim_robot_node.PARAMETERS)
     out = {}
     for name, entry in table.items():
         if isinstance(entry, Param):
@@ -455,7 +456,7 @@ def test_bringup_with_a_dh_file(launch_api, launch_file, dh_file, sim):
     assert overrides['joints'] == joints
     values = launch_util.node_parameters(params_file, CONTROLLER)
     values.update(overrides)
-    model = ik_controller_node.load_model(values)
+    model = ik_controller_parameters.load_model(values)
     assert list(model.joint_names) == joints
     q = rng.uniform(lower, upper)
     assert np.allclose(model.frame_placements(q)[0], dh.forward(q), atol=1e-9)

@@ -168,7 +168,7 @@ def test_a_motions_primary_weight_scales_how_closely_the_hand_follows(primary):
 
 
 def test_velocity_profile_requests_parse_or_are_refused():
-    from ik_control.ros.ik_controller_node import _profile_request
+    from ik_control.ros.ik_controller_parameters import profile_request as _profile_request
     from ik_control.validation import InputError
 
     assert _profile_request(' wave ') == ('wave', 0.0, None)

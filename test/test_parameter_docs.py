@@ -1,7 +1,7 @@
 """
 The README's ik_controller parameter table says what the node declares (one source).
 
-The node's PARAMETERS table (ik_control/ros/ik_controller_node.py, defaults from the
+The node's PARAMETERS table (ik_control/ros/ik_controller_parameters.py, defaults from the
 ControllerConfig and SolverConfig dataclasses) is what runs; the README documents it row
 by row: every declared parameter has a row and every row a parameter, with the node's
 default, description, range and run-time flag. (test_launch_files.py checks the same
@@ -12,7 +12,7 @@ import math
 import os
 import re
 
-from ik_control.ros import ik_controller_node as node
+from ik_control.ros import ik_controller_parameters as node
 import pytest
 
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'README.md')

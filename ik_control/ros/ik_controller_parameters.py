@@ -1,0 +1,263 @@
+"""
+The ``ik_controller`` node's parameters, and what they are turned into.
+
+:data:`PARAMETERS` declares each one (default from the :class:`ControllerConfig` and
+:class:`SolverConfig` dataclasses, the one source of defaults; description with units;
+range; whether it may change at run time), as MoveIt Servo's parameter file does; the
+README's table is checked against it (test_parameter_docs) and config/*.yaml name the same
+parameters (test_launch_files). :func:`controller_config`, :func:`load_model` and
+:func:`fixed_obstacles` turn the values into the controller's configuration, its robot
+model and its fixed obstacles; a bad value is an :class:`InputError` or a
+:class:`StartupError` with a clear message.
+"""
+
+from ik_control.control.controller import ControllerConfig
+from ik_control.ik.obstacles import MAX_OBSTACLES
+from ik_control.ik.solver import SolverConfig
+from ik_control.kinematics import RobotModel
+from ik_control.kinematics.dh_file import robot_description
+from ik_control.planning.obstacles import obstacles_from_yaml
+from ik_control.ros.parameters import Param, StartupError
+from ik_control.validation import IkControlError, InputError
+import numpy as np
+from rclpy.parameter import Parameter
+import yaml
+
+LOOP_MODES = ('synchronized', 'on_joint_states', 'timer')
+#: command_interface -> the default output topic (the ros2_controllers' own topics)
+COMMAND_INTERFACES = {'trajectory': 'joint_trajectory_controller/joint_trajectory',
+                      'position': 'forward_position_controller/commands',
+                      'velocity': 'forward_velocity_controller/commands'}
+_S = SolverConfig()
+_C = ControllerConfig()
+_ARR_STR = Parameter.Type.STRING_ARRAY
+_ARR_DBL = Parameter.Type.DOUBLE_ARRAY
+
+PARAMETERS = {
+    'robot_description': Param('', 'URDF XML of the robot; if empty, urdf_path is read.'),
+    'urdf_path': Param('', 'URDF file, or a DH table file (.yaml, see config/robots), used '
+                           'when robot_description is empty.'),
+    'base_frame': Param('', 'Frame of targets and commands (REP 105 base_link); empty = '
+                            'the URDF root. No controlled joint may move it.'),
+    'end_effectors': Param(_ARR_STR, 'End-effector frames of the URDF, one task each.'),
+    'end_effector_modes': Param(_ARR_STR, "Per end effector 'pose' (6-D) or 'position' "
+                                          "(3-D); empty = all 'pose'."),
+    'joints': Param(_ARR_STR, 'Controlled joints, in command order; empty = the chain from '
+                              'base_frame to the end effectors (other joints locked; '
+                              'continuous joints unwrapped to +-2 pi or their URDF limits).'),
+    'rate_hz': Param(500.0, 'Control rate [Hz].', 1.0, 5000.0),
+    'command_interface': Param('trajectory', "Command stream: 'trajectory' (stamped "
+                               'trajectory_msgs/JointTrajectory windows for '
+                               "joint_trajectory_controller), 'position' or 'velocity' "
+                               '(std_msgs/Float64MultiArray for the forward command '
+                               'controllers).'),
+    'output_topic': Param('', "Topic of the commands; empty = the controller's default for "
+                              'command_interface: joint_trajectory_controller/'
+                              'joint_trajectory, forward_position_controller/commands or '
+                              'forward_velocity_controller/commands.'),
+    'max_expected_latency': Param(_C.max_expected_latency, 'How far ahead each trajectory '
+                                  'command commits the path (stamped points for every tick '
+                                  'in it, then braking to rest): a command delivered up to '
+                                  'this late is followed without a jump [s]; 0 = the '
+                                  'one-point, stamp-zero format (unsafe when the transport '
+                                  'delays or bunches messages).', 0.0, 1.0),
+    'loop': Param('synchronized', "Tick scheduling: 'synchronized' (ticks at rate_hz on the "
+                                  'own clock, phase-locked to arrive just after each '
+                                  'joint_states message; under use_sim_time as '
+                                  "'on_joint_states'), 'on_joint_states' (a tick per "
+                                  'joint_states message, at the latest 1.5 periods after the '
+                                  "last) or 'timer' (an rclpy timer at rate_hz)."),
+    'realtime_priority': Param(0, 'SCHED_FIFO priority of the loop (1-98; needs '
+                                  'CAP_SYS_NICE or an rtprio limit); 0 = normal scheduling.',
+                               0, 98),
+    'busy_wait': Param(2e-4, 'Time before each tick spent polling the clock instead of '
+                             'sleeping (sleep wakes late, and a sleeping core runs the '
+                             'next tick from cold caches) [s]; at or above 1/rate_hz the '
+                             'loop never sleeps and keeps one core busy.', 0.0, 1.0),
+    'statistics_file': Param('', 'If set, the loop statistics (tick start, compute time, '
+                                 'joint_states age; s) are written to this .npz file at '
+                                 'shutdown (used by ik_control bench loop).'),
+    'joint_state_timeout': Param(_C.joint_state_timeout, 'joint_states older than this '
+                                 'stop the arm [s].', 0.001, 10.0, True),
+    'twist_timeout': Param(_C.twist_timeout, 'A target_twist is followed for this long '
+                           'after it arrives, then the arm decelerates [s].', 0.001, 10.0,
+                           True),
+    'reseed_tolerance': Param(_C.reseed_tolerance, 'Measured and commanded positions '
+                              'further apart than this restart integration from the '
+                              'measurement [rad].', 1e-4, 3.2, True),
+    'diagnostics_rate': Param(2.0, 'Rate of /diagnostics messages [Hz].', 0.1, 100.0),
+    'solver.method': Param(_S.method, 'Velocity law: transpose, pseudoinverse, dls, '
+                           'dls_svd or sdls.', dynamic=True),
+    'solver.gain': Param(_C.gain, 'Convergence rate K of q_dot = J^# K e [1/s].',
+                         0.01, 1000.0, True),
+    'solver.damping': Param(_S.damping, 'Always-on DLS damping lambda_0 [m].', 0.0, 10.0,
+                            True),
+    'solver.adaptive_damping': Param(_S.adaptive_damping, 'Raise damping as the smallest '
+                                     'singular value falls below singular_epsilon.',
+                                     dynamic=True),
+    'solver.damping_max': Param(_S.damping_max, 'Damping added at a singularity [m].', 0.0, 10.0,
+                                True),
+    'solver.singular_epsilon': Param(_S.singular_epsilon, 'Smallest singular value below '
+                                     'which damping grows [m/rad].', 1e-6, 10.0, True),
+    'solver.clamp_error': Param(0.1, "ClampMag D_max on each effector's position error "
+                                '(bounds Cartesian speed to gain * D_max) [m].', 0.0, 10.0,
+                                True),
+    'solver.clamp_error_rotation': Param(0.5, "Bound on each effector's rotation error "
+                                         '[rad].', 0.0, 3.2, True),
+    'solver.adaptive_clamp': Param(_S.adaptive_clamp, "Buss's per-effector D_max after "
+                                   'target jumps.', dynamic=True),
+    'solver.orientation_weight': Param(_S.orientation_weight, 'Weight of rotation errors '
+                                       'against position errors [m/rad].', 0.0, 100.0,
+                                       True),
+    'solver.error_mode': Param(_S.error_mode, 'Pose error: log3, se3 or axis_cross (SAM '
+                               'eq. 21; sam is its deprecated alias).', dynamic=True),
+    'solver.alternate_jacobian': Param(_S.alternate_jacobian, "Buss's Jacobian at the "
+                                       'target positions.', dynamic=True),
+    'nullspace.centering_gain': Param(0.0, 'Joint-centering gain alpha (SAM eq. 17-18): '
+                                      'joint speed -alpha grad H [rad^2/s].', 0.0, 10.0, True),
+    'nullspace.manipulability_gain': Param(0.0, 'Manipulability-gradient gain: joint speed '
+                                           'alpha grad w [1/s per unit of grad w].', 0.0,
+                                           10.0, True),
+    'limits.position_margin': Param(_C.position_margin, 'Distance kept from each joint '
+                                    'limit [rad or m].', 0.0, 1.0, True),
+    'limits.velocity_scale': Param(_C.velocity_scale, 'Fraction of the URDF velocity '
+                                   'limits used [-].', 0.001, 1.0, True),
+    'limits.max_velocity': Param(_ARR_DBL, 'Joint velocity limits, one or one per joint; '
+                                           'empty = URDF limits [rad/s].', dynamic=True),
+    'limits.max_acceleration': Param([10.0], 'Joint acceleration limits, one or one per '
+                                             'joint [rad/s^2].', dynamic=True),
+    'obstacles.fixed': Param('[]', 'Fixed obstacles, a YAML list of {name, type (box, '
+                             'sphere, cylinder), size, position, rpy} in the base frame '
+                             "[m, rad] (as jt_rrt_planner's); avoided with those from "
+                             '~/obstacles.'),
+    'obstacles.influence_distance': Param(_C.obstacle_influence, 'Clearance between the '
+                                          "arm's capsules and an obstacle below which the "
+                                          'arm moves away (SAM eq. 19) [m].', 0.0, 2.0,
+                                          True),
+    'obstacles.gain': Param(_C.obstacle_gain, 'Escape speed per metre of clearance missing '
+                            '[1/s].', 0.0, 100.0, True),
+    'obstacles.link_radius': Param(_C.link_radius, "Radius of the capsules around the arm's "
+                                   'links (joint origin to joint origin) [m].', 0.0, 1.0,
+                                   True),
+    'goal.position_tolerance': Param(_C.goal_position_tolerance, 'goal_reached within '
+                                     'this position error [m].', 1e-6, 1.0, True),
+    'goal.orientation_tolerance': Param(_C.goal_orientation_tolerance, 'goal_reached '
+                                        'within this rotation error [rad].', 1e-6, 3.2,
+                                        True),
+    'fallback.strategy': Param(_C.fallback_strategy, 'When the Cartesian law stalls on a '
+                               'goal, the position IK is asked for a configuration: joint '
+                               '(joint-space approach, then Cartesian), posture (pulled '
+                               'toward it in the nullspace) or off.', dynamic=True),
+    'fallback.time_budget': Param(_C.fallback_time_budget, 'CPU time of one position-IK '
+                                  'solve before the goal is called unreachable [s].', 0.001,
+                                  10.0, True),
+    'ik_method': Param(_C.ik_method, "How a pose goal's joint step is made: velocity (the "
+                       'velocity law, solver.*), ccd (cyclic coordinate descent sweeps each '
+                       "tick), hal (HAL's closed form + refinement, approached in joint "
+                       'space) or analytic (the closed form alone, on arms whose shoulder and '
+                       'wrist axes meet); twists and paths always use the velocity law. The '
+                       'limits apply to every method (docs/classical_ik.md).', dynamic=True),
+    'ccd_sweeps': Param(_C.ccd_sweeps, 'ik_method ccd: CCD sweeps per tick.', 1, 10000, True),
+    'constraints': Param('', "Welman's geometric constraints kept while the goals are "
+                         'tracked: a YAML list of {type (plane, line, point, orientation), '
+                         'frame, point, and normal, direction, plane_point, line_point, '
+                         'target or quaternion} in the base frame [m]; values left out are '
+                         'taken where the link is '
+                         'when they take effect; empty = none. Needs fallback.strategy '
+                         'posture or off (docs/classical_ik.md).', dynamic=True),
+}
+
+
+def controller_config(values):
+    """Build the ControllerConfig from parameter values (raises InputError on bad combinations)."""
+    solver = SolverConfig(
+        method=values['solver.method'], damping=values['solver.damping'],
+        adaptive_damping=values['solver.adaptive_damping'],
+        damping_max=values['solver.damping_max'],
+        singular_epsilon=values['solver.singular_epsilon'],
+        clamp_error=values['solver.clamp_error'],
+        clamp_error_rotation=values['solver.clamp_error_rotation'],
+        adaptive_clamp=values['solver.adaptive_clamp'], max_joint_step=0.0,
+        orientation_weight=values['solver.orientation_weight'],
+        error_mode=values['solver.error_mode'],
+        alternate_jacobian=values['solver.alternate_jacobian'],
+        centering_gain=values['nullspace.centering_gain'],
+        manipulability_gain=values['nullspace.manipulability_gain'])
+    return ControllerConfig(
+        rate_hz=values['rate_hz'], gain=values['solver.gain'],
+        max_expected_latency=values['max_expected_latency'],
+        joint_state_timeout=values['joint_state_timeout'],
+        twist_timeout=values['twist_timeout'], reseed_tolerance=values['reseed_tolerance'],
+        position_margin=values['limits.position_margin'],
+        velocity_scale=values['limits.velocity_scale'],
+        max_velocity=tuple(values['limits.max_velocity'] or ()),
+        max_acceleration=tuple(values['limits.max_acceleration'] or ()),
+        goal_position_tolerance=values['goal.position_tolerance'],
+        goal_orientation_tolerance=values['goal.orientation_tolerance'],
+        obstacle_influence=values['obstacles.influence_distance'],
+        obstacle_gain=values['obstacles.gain'], link_radius=values['obstacles.link_radius'],
+        fallback_strategy=values['fallback.strategy'],
+        fallback_time_budget=values['fallback.time_budget'], ik_method=values['ik_method'],
+        ccd_sweeps=values['ccd_sweeps'], constraints=values['constraints'], solver=solver)
+
+
+def profile_request(text):
+    """
+    Return ``(name or path, perturbation, seed)`` of a ``velocity_profile`` message.
+
+    Either the profile's name or file path, or a YAML mapping ``{profile: wave,
+    perturbation: [linear m/s, angular rad/s], seed: 1}`` (perturbation and seed
+    optional).
+    """
+    text = text.strip()
+    if not text.startswith('{'):
+        return text, 0.0, None
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f'velocity_profile is not valid YAML: {exc}') from None
+    unknown = set(spec) - {'profile', 'perturbation', 'seed'} if isinstance(spec, dict) else ()
+    if not isinstance(spec, dict) or 'profile' not in spec or unknown:
+        raise InputError('velocity_profile must be a name, a file, or {profile, '
+                         'perturbation, seed}')
+    seed = spec.get('seed')
+    if seed is not None and not (isinstance(seed, int) and seed >= 0):
+        raise InputError('velocity_profile seed must be an integer >= 0')
+    try:
+        perturbation = np.asarray(spec.get('perturbation', 0.0), dtype=float)
+    except (TypeError, ValueError):
+        perturbation = None
+    if perturbation is None or perturbation.size not in (1, 2):
+        raise InputError('velocity_profile perturbation must be one number or [linear, '
+                         'angular]')
+    return str(spec['profile']), perturbation.reshape(-1), seed
+
+
+def fixed_obstacles(text):
+    """Return ``obstacles.fixed`` as ``(shape, pose, Marker scale)`` (or StartupError)."""
+    try:
+        obstacles = obstacles_from_yaml(text, 'fixed')
+    except IkControlError as exc:
+        raise StartupError(f'obstacles.fixed: {exc}') from None
+    if len(obstacles) > MAX_OBSTACLES:
+        raise StartupError(f'obstacles.fixed: at most {MAX_OBSTACLES} obstacles, got '
+                           f'{len(obstacles)}')
+    return [(o.shape, o.pose, o.marker_scale()) for o in obstacles]
+
+
+def load_model(values):
+    """Load the RobotModel from the robot parameters (StartupError with a clear message)."""
+    urdf = values['robot_description'] or values['urdf_path']
+    ees = values['end_effectors']
+    if not ees:
+        raise StartupError('end_effectors is empty: name at least one frame of the URDF')
+    modes = values['end_effector_modes'] or ['pose'] * len(ees)
+    if len(modes) != len(ees):
+        raise StartupError(f'end_effector_modes has {len(modes)} entries for {len(ees)} '
+                           'end effectors')
+    try:
+        return RobotModel.from_urdf(robot_description(urdf), joints=values['joints'] or None,
+                                    base_frame=values['base_frame'] or None,
+                                    end_effectors=list(zip(ees, modes)))
+    except IkControlError as exc:
+        raise StartupError(str(exc)) from None
