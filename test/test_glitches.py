@@ -278,7 +278,8 @@ def test_a_withheld_window_is_taken_back_and_the_next_continues_the_last_one_sen
 
     The robot keeps following the last window it got, onto its braking tail; the next
     window, a stall later, starts where that one is then. Kept, the withheld knot
-    would have it start where the robot never went.
+    would have it start where the robot never went. A stop is never withheld (it commits
+    no knot: the node sends it, as it did before).
     """
     c, robot = _rig(max_expected_latency=0.05)
     run = Run(c, robot)
@@ -288,8 +289,8 @@ def test_a_withheld_window_is_taken_back_and_the_next_continues_the_last_one_sen
     assert np.max(np.abs(sent.velocities[0])) > 0.05  # under way
     late = c.send_within + DT
     withheld = c.update(sent_at + DT)
-    c.withhold(late)
-    c.withhold(late)  # once per tick: nothing more to take back
+    assert c.withhold(late)
+    assert not c.withhold(late)  # once per tick: nothing more to take back
     assert c.windows_withheld == 1
     told = [e for e in c.drain_events() if e.kind == 'window_withheld']
     assert len(told) == 1 and f'{late * 1e3:.3g} ms after its time' in told[0].message
@@ -302,6 +303,14 @@ def test_a_withheld_window_is_taken_back_and_the_next_continues_the_last_one_sen
     # the withheld window went on without braking: the robot would have jumped to it
     q_withheld, v_withheld = sample_points(*withheld, now - sent_at - DT)
     assert np.max(np.abs(v_withheld - v_sent)) > 1e-3
+    # a stop (joint_states gone stale) commits no knot: it goes out, late or not
+    t = now
+    while not c.status & Status.STALE_STATE:  # ticks on, no joint_states
+        t += DT
+        stop = c.update(t)
+        assert t < now + 1.0
+    assert stop is not None and np.all(stop.velocities[-1] == 0.0)
+    assert not c.withhold(late) and c.windows_withheld == 1
 
 
 def test_hold_then_resume_continues_the_goal_and_goal_reached_agrees():

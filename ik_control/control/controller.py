@@ -927,9 +927,13 @@ class ResolvedRateController:
         scheduler); later, the robot may already be braking on the last window's tail, and
         this one would make it jump (:meth:`CommandWindow.withdraw`). The next tick starts
         from that tail, as a late one. Counted (``windows_withheld``) and told once.
+
+        Returns True when the knot was taken back (the window must not go out), False when
+        the tick committed none: a stop (the path cut short after joint_states went
+        stale) is sent late or not, as before; taking it back would need the cut undone.
         """
         if not self._committed:
-            return
+            return False
         self._committed = False
         self.path.withdraw()
         self._knot_time = self.path.last_time
@@ -938,6 +942,7 @@ class ResolvedRateController:
                     f'command window not sent: ready {late * 1e3:.3g} ms after its time, '
                     'too late to reach the robot before it brakes; the next tick goes on from '
                     'the braking tail')
+        return True
 
     def _note_late_tick(self, lost):
         """

@@ -659,10 +659,8 @@ class IkControllerNode(Node):
             else:
                 payload = self._writer.payload(self.epoch_ns + round(now * 1e9), command.times,
                                                command.positions, command.velocities)
-                late = self._now() - now
-                if late > self.controller.send_within:  # held up since `now`: too late
-                    self.controller.withhold(late)
-                else:
+                late = self._now() - now  # held up since `now`: too late, unless a stop
+                if not (late > self.controller.send_within and self.controller.withhold(late)):
                     self._out.publish(payload)
             return
         q, v = command.at(self.period)
