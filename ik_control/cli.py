@@ -319,14 +319,14 @@ def _bench_report(args):
 
 
 def _bench_fuzz(args):
-    from ik_control.ros.harness import fuzz
+    from ik_control.ros.harness import fuzz, node_rig
 
     if args.messages < 1 or not args.rate > 0:
         raise InputError('--messages and --rate must be positive')
     try:
         results = fuzz.run(messages=args.messages, rate=args.rate, robot=args.robot,
                            seed=args.seed, progress=_progress)
-    except fuzz.FuzzError as exc:
+    except node_rig.FuzzError as exc:
         print(f'ik_control bench fuzz: {exc}', file=sys.stderr)
         return 1
     _emit(args, 'fuzz', results, fuzz.table(results))
@@ -334,14 +334,14 @@ def _bench_fuzz(args):
 
 
 def _bench_soak(args):
-    from ik_control.ros.harness import fuzz, soak
+    from ik_control.ros.harness import node_rig, soak
 
     if not args.minutes > 0:
         raise InputError('--minutes must be positive')
     try:
         results = soak.run(minutes=args.minutes, robot=args.robot, progress=_progress,
                            realtime_priority=args.realtime_priority)
-    except fuzz.FuzzError as exc:
+    except node_rig.FuzzError as exc:
         print(f'ik_control bench soak: {exc}', file=sys.stderr)
         return 1
     results['plot'] = soak.plot(results, os.path.join(_output_dir(args), 'soak.png'))

@@ -37,7 +37,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.control.motion_meter import MotionMeter
 from ik_control.ros.conversions import pose_stamped
-from ik_control.ros.harness import fuzz
+from ik_control.ros.harness import node_rig
 from ik_control.ros.harness.node_process import NodeProcess
 import numpy as np
 import pytest
@@ -73,7 +73,7 @@ class FaultRun:
                  '-p', 'output_topic:=robot_commands', '-p', f'message_type:={message_type}',
                  '-p', f'fault_duration:={FAULT_TIME}', '-p', f'max_delay:={MAX_DELAY}',
                  *relay_args]
-        self.pair = fuzz.Pair(
+        self.pair = node_rig.Pair(
             'wam', self.ns, controller_args=['-p', 'output_topic:=controller_commands',
                                              *controller_args],
             sim_args=['-p', 'command_topic:=robot_commands', *sim_args])
@@ -82,7 +82,7 @@ class FaultRun:
         try:
             self.pair.start()
             self.relay = NodeProcess('fault_relay', 'ik_control.ros.harness.fault_relay', relay,
-                                     self.pair.env, fuzz.STOP_TIMEOUT)
+                                     self.pair.env, node_rig.STOP_TIMEOUT)
             self.ctx = RosTestContext(f'{name}_probe')
             self.states = []
             self.ctx.node.create_subscription(JointState, f'{self.ns}/joint_states',
@@ -99,7 +99,7 @@ class FaultRun:
                     JointTrajectory, f'{self.ns}/robot_commands', self._on_command, 1000)
             self.pose_pub = self.ctx.node.create_publisher(
                 PoseStamped, f'{self.ns}/ik_controller/tool/target_pose', 10)
-            assert self.ctx.spin_until(lambda: len(self.states) > 10, fuzz.STARTUP_TIMEOUT)
+            assert self.ctx.spin_until(lambda: len(self.states) > 10, node_rig.STARTUP_TIMEOUT)
             assert self.ctx.wait_for_subscribers(self.pose_pub, 1, timeout=30.0)
         except BaseException:
             self.close()
@@ -119,7 +119,7 @@ class FaultRun:
 
     def _on_diagnostics(self, msg):
         for status in msg.status:
-            if status.name.endswith(fuzz.ROBOT_STATUS):
+            if status.name.endswith(node_rig.ROBOT_STATUS):
                 self.robot_status = {kv.key: kv.value for kv in status.values}
 
     def clamps(self):

@@ -139,15 +139,15 @@ def test_only_the_admin_may_change_parameters():
 # ---------------------------------------------------------------------- the live graph
 @pytest.fixture(scope='module')
 def pair():
-    from ik_control.ros.harness import fuzz
+    from ik_control.ros.harness import node_rig
 
     domain_id()
     ns = '/security_test'
-    nodes = fuzz.Pair('wam', ns)
+    nodes = node_rig.Pair('wam', ns)
     probe = None
     try:
         nodes.start()
-        probe = fuzz.Probe(robots.robot('wam'), ns, name='security_probe')
+        probe = node_rig.Probe(robots.robot('wam'), ns, name='security_probe')
         probe.wait_ready(timeout=STARTUP, pair=nodes)
         yield ns, probe
     finally:
@@ -161,7 +161,7 @@ def _expected(node, ns, effectors):
     """Return what the policy allows ``node`` in namespace ``ns``, for ``effectors`` only."""
     profile = _profile(node)
     others = {ee for s in robots.SETUPS.values() for ee in s.end_effectors} - set(effectors)
-    remap = {'/diagnostics': f'{ns}/diagnostics'}  # fuzz.Pair remaps it into the namespace
+    remap = {'/diagnostics': f'{ns}/diagnostics'}  # node_rig.Pair remaps it into the namespace
 
     def names(kind, permission):
         out = set()

@@ -12,7 +12,7 @@ from ik_control import robots
 from ik_control.planning.collision import CollisionChecker
 from ik_control.planning.jt_rrt import GoalKinematics
 from ik_control.planning.obstacles import Obstacle, pose_from
-from ik_control.ros.harness import fuzz
+from ik_control.ros.harness import node_rig
 from ik_control.ros.jt_rrt_planner_node import JtRrtPlannerNode
 import numpy as np
 from rclpy.parameter import Parameter
@@ -27,7 +27,7 @@ GOAL = [0.55, -0.35, 0.55]  # just above the box
 def test_a_plan_around_a_box_is_run_by_the_controller_and_reaches_the_goal():
     domain_id()
     ns = '/plan_run'
-    pair = fuzz.Pair('wam', ns).start()
+    pair = node_rig.Pair('wam', ns).start()
     ctx = None
     try:
         ctx = RosTestContext('plan_run_test')
@@ -40,7 +40,7 @@ def test_a_plan_around_a_box_is_run_by_the_controller_and_reaches_the_goal():
         goal_pub = ctx.node.create_publisher(PointStamped, f'{ns}/jt_rrt_planner/goal_position',
                                              10)
         assert ctx.spin_until(lambda: planner.q is not None and len(states) > 10,
-                              fuzz.STARTUP_TIMEOUT)
+                              node_rig.STARTUP_TIMEOUT)
         assert ctx.wait_for_subscribers(goal_pub, 1, 30.0)
         assert ctx.spin_until(lambda: pair.controller is not None and len(
             ctx.node.get_subscriptions_info_by_topic(

@@ -387,19 +387,19 @@ class Rig:
     """sim_robot + ik_controller (bundled WAM, config/wam.yaml) and a probe, over DDS."""
 
     def __init__(self, name, controller_args=(), sim_args=()):
-        from ik_control.ros.harness import fuzz
+        from ik_control.ros.harness import checks, fuzz, node_rig
         from ros_helpers import domain_id
 
         domain_id()  # this test run's ROS_DOMAIN_ID, exported for the node processes
-        self.fuzz = fuzz
+        self.checks, self.fuzz = checks, fuzz
         self.model = WAM
         self.ns = f'/{name}'
-        self.pair = fuzz.Pair('wam', self.ns, controller_args=controller_args,
-                              sim_args=sim_args)
+        self.pair = node_rig.Pair('wam', self.ns, controller_args=controller_args,
+                                  sim_args=sim_args)
         self.probe = None
         try:
             self.pair.start()
-            self.probe = fuzz.Probe(WAM, self.ns, name=f'{name}_probe')
+            self.probe = node_rig.Probe(WAM, self.ns, name=f'{name}_probe')
             self.log = []
             self.sent = {}  # id(command in log) -> when it was sent (DDS source timestamp) [s]
             self.probe.on_command = self._log_command
@@ -526,7 +526,7 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
     np.testing.assert_allclose(first.positions, measured, atol=step + 1e-9)
     assert np.max(np.abs(first.velocities)) <= 10.0 / 500.0 + 1e-9
     probe.spin_for(0.5)
-    checker = rig.fuzz.checker_for(WAM, probe.controller_parameters(
+    checker = rig.checks.checker_for(WAM, probe.controller_parameters(
         ['limits.position_margin', 'limits.velocity_scale', 'limits.max_velocity',
          'limits.max_acceleration']))
     for _, msg in rig.log[n:]:
@@ -595,7 +595,7 @@ def test_clock_jumps_under_sim_time_are_handled():
             f'{lag(probe.last_state):.3f} s behind it, commands '
             f'{lag(probe.last_command):.3f} s\n'
             + '\n'.join(p.output_tail(30) for p in rig.pair.processes()))
-        checker = rig.fuzz.checker_for(WAM, probe.controller_parameters(
+        checker = rig.checks.checker_for(WAM, probe.controller_parameters(
             ['limits.position_margin', 'limits.velocity_scale', 'limits.max_velocity',
              'limits.max_acceleration']))
         twist = TwistStamped()

@@ -21,7 +21,8 @@ process sends random messages at a bounded rate, in cycles of three phases:
 3. *quiet*: malformed messages only; every command received meanwhile must equal the
    steady one (within :data:`IDENTICAL_TOLERANCE`): no refused message changed it.
 
-Every JointTrajectory the controller publishes is checked (:class:`CommandChecker`):
+Every JointTrajectory the controller publishes is checked
+(:class:`~ik_control.ros.harness.checks.CommandChecker`):
 positions within ``[lower + margin, upper - margin]`` of the URDF, velocities within the
 velocity limits, and velocity changes between consecutive commands within the
 acceleration limit. The figures: messages sent (valid / malformed), messages refused as
@@ -29,43 +30,30 @@ counted by the node (``refused_messages`` in its diagnostics; malformed messages
 newer one on the same topic superseded before a tick are not counted), violations (must
 be 0), crashes (node processes that died or exited non-zero; must be 0), duration.
 
-The robot's measured speed against the limits (:class:`MotionMonitor`) and the commands
+The robot's measured speed against the limits
+(:class:`~ik_control.ros.harness.checks.MotionMonitor`) and the commands
 per joint_states message (one tick per state: more would mean messages the controller
 refused caused ticks) are reported too.
 """
+
 
 import math
 import os
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseStamped, TwistStamped
+from geometry_msgs.msg import TwistStamped
 from ik_control import robots
-from ik_control.control.command_window import sample_points
-from ik_control.control.motion_meter import MotionMeter
 from ik_control.ros.conversions import pose_stamped, sec_to_time
-from ik_control.ros.harness.node_process import node_environment, NodeProcess
-from ik_control.ros.realtime_loop import PolledGroup, take_all
+from ik_control.ros.harness.checks import checker_for, MotionMonitor
+from ik_control.ros.harness.node_rig import Pair, Probe
 import numpy as np
-from rcl_interfaces.srv import GetParameters
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
-
-STARTUP_TIMEOUT = 120.0     # process start, discovery, numba cache load or compile [s]
-STOP_TIMEOUT = 5.0          # SIGINT to exit, then SIGKILL [s]
-DIAGNOSTICS_RATE = 10.0     # the controller's /diagnostics rate during the run [Hz]
 SETTLE_TIME = 0.3           # the command must be steady this long before a quiet window [s]
 SETTLE_TIMEOUT = 8.0        # longest wait for a steady command [s]
 SETTLE_TOLERANCE = 1e-10    # steady: positions within this over SETTLE_TIME [rad]
 IDENTICAL_TOLERANCE = 1e-9  # quiet window: positions and velocities within this [rad, rad/s]
-LIMIT_TOLERANCE = 1e-9      # slack of the limit checks (float rounding) [rad, rad/s]
 VALID_FRACTION = 0.1        # share of valid goals in the mixed phase
-QUEUE_DEPTH = 1000          # recorder subscription depth (no loss while polling)
 
 JOINT_STATE_FAULTS = ('length_mismatch', 'missing_joint', 'duplicate_joint', 'unknown_joints',
                       'nan_position', 'inf_position', 'huge_position', 'outside_limits',
@@ -80,472 +68,11 @@ MARKER_FAULTS = ('nan_position', 'zero_size', 'negative_size', 'inf_size', 'huge
 POSE_GOALS = ('reachable', 'unreachable', 'singular', 'old_stamp')
 
 
-ROBOT_STATUS = 'simulated robot'  # the end of sim_robot's diagnostic status name
-
-
-class FuzzError(Exception):
-    """The run cannot go on (a node did not start, nothing arrived); the message says why."""
-
-
-# ---------------------------------------------------------------------- processes
-class Pair:
-    """
-    ``sim_robot`` + ``ik_controller`` for bundled ``robot`` in namespace ``namespace``.
-
-    Both get the robot's parameter file and its URDF; ``controller_args`` and
-    ``sim_args`` are extra ``--ros-args`` (e.g. ``['-p', 'rate_hz:=1000.0']``).
-    """
-
-    def __init__(self, robot, namespace, env=None, controller_args=(), sim_args=()):
-        """Remember the command lines; :meth:`start` starts the nodes."""
-        self.robot = robot
-        self.namespace = namespace
-        self.env = env or node_environment()
-        common = ['--params-file', robots.data_path('config', f'{robot}.yaml'),
-                  '-r', f'__ns:={namespace}', '-p', f'urdf_path:={robots.urdf_path(robot)}']
-        self.sim_args = common + ['-r', f'/diagnostics:={namespace}/diagnostics', *sim_args]
-        self.controller_args = common + ['-p', f'diagnostics_rate:={DIAGNOSTICS_RATE}',
-                                         '-r', f'/diagnostics:={namespace}/diagnostics',
-                                         *controller_args]
-        self.sim = self.controller = None
-        self.crashes = []
-
-    def start_sim(self, extra=()):
-        """Start (or restart) the simulated robot."""
-        self.sim = NodeProcess('sim_robot', 'ik_control.ros.sim_robot_node',
-                               self.sim_args + list(extra), self.env, STOP_TIMEOUT)
-        return self.sim
-
-    def start_controller(self, extra=()):
-        """Start (or restart) the controller."""
-        self.controller = NodeProcess('ik_controller', 'ik_control.ros.ik_controller_node',
-                                      self.controller_args + list(extra), self.env,
-                                      STOP_TIMEOUT)
-        return self.controller
-
-    def start(self):
-        """Start both nodes; returns self."""
-        self.start_sim()
-        self.start_controller()
-        return self
-
-    def processes(self):
-        """Return the running node processes."""
-        return [p for p in (self.sim, self.controller) if p is not None]
-
-    def check_alive(self):
-        """Raise FuzzError naming a node that exited, with the tail of its output."""
-        for p in self.processes():
-            if not p.alive():
-                raise FuzzError(f'{p.name} exited with status {p.proc.returncode}; its last '
-                                f'output:\n{p.output_tail()}')
-
-    def stop(self):
-        """Stop both nodes; record as crashes those that died or exit non-zero on SIGINT."""
-        for p in (self.controller, self.sim):
-            if p is None:
-                continue
-            died = not p.alive()
-            code = p.stop()
-            if died or code != 0:
-                self.crashes.append({'node': p.name, 'exit_code': code,
-                                     'died_before_stop': died, 'output': p.output_tail()})
-        return self.crashes
-
-    def __enter__(self):
-        """Start both nodes."""
-        return self.start()
-
-    def __exit__(self, *exc):
-        """Stop both nodes."""
-        self.stop()
-
-
-# ---------------------------------------------------------------------- limit checks
-class CommandChecker:
-    """
-    Check every JointTrajectory command against the limits; count and describe violations.
-
-    Positions within ``[lower + margin, upper - margin]``, ``|v| <= v_max``, and between
-    consecutive points ``|v_k - v_(k-1)| <= a_max dt``. A stamped window
-    (:mod:`ik_control.control.command_window`) must start at ``time_from_start`` 0,
-    increase strictly and end at rest; consecutive windows are checked to continue one
-    path: the new point 0 equals the previous window sampled at the new stamp (counted in
-    ``acceleration_checked``; a re-seed from the measured state or a stop that starts a
-    new path is counted in ``acceleration_skipped``). A one-point, stamp-zero command is
-    checked against the previous one when they are consecutive ticks
-    (``q_k = q_(k-1) + (v_(k-1) + v_k) dt / 2``, how the controller integrates).
-    """
-
-    def __init__(self, joint_names, lower, upper, margin, v_max, a_max,
-                 tolerance=LIMIT_TOLERANCE):
-        """Set the limits (arrays over ``joint_names``)."""
-        self.joint_names = tuple(joint_names)
-        self.lo = np.asarray(lower, dtype=float) + margin - tolerance
-        self.hi = np.asarray(upper, dtype=float) - margin + tolerance
-        self.v_max = np.asarray(v_max, dtype=float) * (1 + tolerance) + tolerance
-        self.a_max = np.asarray(a_max, dtype=float)
-        self.tolerance = tolerance
-        self.commands = self.points = 0
-        self.acceleration_checked = self.acceleration_skipped = 0
-        self.violations = 0
-        self.examples = []
-        self._order = (None, None)
-        self._previous = None  # (stamp [s], times, q, v) of the last command
-
-    def _violation(self, what):
-        self.violations += 1
-        if len(self.examples) < 10:
-            self.examples.append(what)
-
-    def arrays(self, msg):
-        """Return (times, positions, velocities) of ``msg`` in checker joint order, or None."""
-        names = tuple(msg.joint_names)
-        if names != self._order[0]:
-            try:
-                self._order = (names, np.array([names.index(n) for n in self.joint_names]))
-            except ValueError:
-                self._violation(f'command names joints {list(names)}')
-                return None
-        index = self._order[1]
-        times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
-                          for p in msg.points])
-        try:
-            q = np.array([np.asarray(p.positions)[index] for p in msg.points])
-            v = np.array([np.asarray(p.velocities)[index] for p in msg.points])
-        except IndexError:
-            self._violation('command point without positions or velocities for every joint')
-            return None
-        return times, q, v
-
-    def check(self, msg):
-        """Check one command; return the number of violations it had."""
-        before = self.violations
-        self.commands += 1
-        arrays = self.arrays(msg)
-        if arrays is None or not len(arrays[0]):
-            if arrays is not None:
-                self._violation('command without points')
-            return self.violations - before
-        times, q, v = arrays
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec  # [ns]
-        self.points += len(times)
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and times[0] >= 0.0
-                and np.all(np.diff(times) > 0.0) and (stamp > 0 or times[0] > 0.0)):
-            self._violation('non-finite command, or time_from_start not increasing from 0 '
-                            '(stamped) or from a positive time (stamp zero): stamp '
-                            f'{stamp} ns, times {list(times)}')
-            return self.violations - before
-        low, high = q < self.lo, q > self.hi
-        if low.any() or high.any():
-            k, j = np.argwhere(low | high)[0]
-            self._violation(f'{self.joint_names[j]} commanded to {q[k, j]:.6g}, outside '
-                            f'[{self.lo[j]:.6g}, {self.hi[j]:.6g}] (limits less margin)')
-        fast = np.abs(v) > self.v_max
-        if fast.any():
-            k, j = np.argwhere(fast)[0]
-            self._violation(f'{self.joint_names[j]} velocity {v[k, j]:.6g} beyond '
-                            f'{self.v_max[j]:.6g}')
-        if stamp > 0 and np.any(v[-1]):
-            self._violation('stamped command window does not end at rest')
-        dt = np.diff(times)
-        for k in range(1, len(times)):
-            self._check_acceleration(v[k] - v[k - 1], dt[k - 1])
-        self._check_continuity(stamp, times, q, v)
-        self._previous = (stamp, times, q, v)
-        return self.violations - before
-
-    def _check_acceleration(self, dv, dt):
-        self.acceleration_checked += 1
-        dv = np.abs(dv)
-        # times travel in whole nanoseconds: a spacing may read 1 ns short
-        over = dv > self.a_max * (dt + 1e-9) * (1 + 1e-6) + self.tolerance
-        if over.any():
-            j = int(np.argmax(over))
-            self._violation(f'{self.joint_names[j]} velocity change {dv[j]:.6g} in '
-                            f'{dt:.6g} s beyond acceleration {self.a_max[j]:.6g}')
-
-    def _check_continuity(self, stamp, times, q, v):
-        """Check the step from the previous command (class docstring)."""
-        if self._previous is None:
-            return
-        p_stamp, p_times, p_q, p_v = self._previous
-        if stamp > 0 and p_stamp > 0 and stamp >= p_stamp:
-            q_prev, v_prev = sample_points(p_times, p_q, p_v, 1e-9 * (stamp - p_stamp))
-            tol = 1e-6
-            if (np.max(np.abs(q[0] - q_prev)) <= tol and np.max(np.abs(v[0] - v_prev))
-                    <= tol + self.tolerance):
-                self.acceleration_checked += 1
-            else:
-                self.acceleration_skipped += 1
-            return
-        if stamp == 0 and p_stamp == 0 and len(times) == 1 and len(p_times) == 1:
-            step = 0.5 * (p_v[0] + v[0]) * times[0]
-            if np.all(np.abs(q[0] - p_q[0] - step) <= 1e-12 + 1e-12 * np.abs(q[0])):
-                self._check_acceleration(v[0] - p_v[0], times[0])
-                return
-        self.acceleration_skipped += 1
-
-    def summary(self):
-        """Return the counts and the first violations, as a dict."""
-        return {'commands': self.commands, 'points': self.points,
-                'acceleration_checked': self.acceleration_checked,
-                'acceleration_skipped': self.acceleration_skipped,
-                'violations': self.violations, 'violation_examples': list(self.examples)}
-
-
-class MotionMonitor:
-    """
-    The robot's measured motion (its joint_states) against its limits.
-
-    The velocities the robot reports, and its positions over its own stamps through a
-    :class:`~ik_control.control.motion_meter.MotionMeter` (speed between consecutive
-    samples and over 10 ms spans, acceleration over 10 ms spans): figures of what the
-    robot did, whatever was commanded.
-    """
-
-    def __init__(self, probe, v_max, a_max):
-        """Watch the states ``probe`` reads."""
-        self.probe = probe
-        self.v_max = np.asarray(v_max, dtype=float)
-        self.meter = MotionMeter(v_max, a_max)
-        self.reported_ratio = 0.0
-        self.states = 0
-        self._epoch = None
-
-    def on_state(self, msg, t):
-        """Update the figures with one joint_states message."""
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        self.states += 1
-        if self._epoch is None:
-            self._epoch = stamp  # counted from here, to the nanosecond
-        if len(msg.velocity) == len(msg.name):
-            v = np.asarray(msg.velocity)[self.probe._state_order[1]]
-            self.reported_ratio = max(self.reported_ratio, float(np.max(np.abs(v) / self.v_max)))
-        self.meter.add(1e-9 * (stamp - self._epoch), self.probe.last_state_q)
-
-    def summary(self):
-        """Return the measured ratios to the limits (a dict)."""
-        return {'reported_speed': self.reported_ratio, **self.meter.summary()}
-
-
-def checker_for(model, parameters):
-    """Return a :class:`CommandChecker` for ``model`` and the controller's ``parameters``."""
-    n = model.nq
-    margin = parameters['limits.position_margin']
-    v_max = np.asarray(parameters['limits.max_velocity'] or [], dtype=float)
-    if v_max.size == 0:
-        v_max = model.velocity_limit * parameters['limits.velocity_scale']
-    a_max = np.asarray(parameters['limits.max_acceleration'], dtype=float)
-    return CommandChecker(model.joint_names, model.lower, model.upper, margin,
-                          np.broadcast_to(v_max, (n,)), np.broadcast_to(a_max, (n,)))
-
-
-# ---------------------------------------------------------------------- the bench's node
 def _stamp(msg, seconds):
     sec_to_time(seconds, msg.header.stamp)
 
 
-class Probe:
-    """
-    The bench's own rclpy node: publishes inputs, polls the controller's outputs.
-
-    Commands, joint_states and diagnostics are read without an executor (a
-    :class:`~ik_control.ros.realtime_loop.PolledGroup`, depth :data:`QUEUE_DEPTH`) by
-    :meth:`poll`, which passes each command to ``on_command(msg, t)`` and each state to
-    ``on_state(msg, t)`` (``t`` = ``time.monotonic()`` when taken); during each call
-    :attr:`sent` is when that message was published (DDS source timestamp [s], system
-    clock), which does not depend on how late this process takes it.
-    """
-
-    def __init__(self, model, namespace, name='ik_control_fuzz', context_args=None):
-        """Create the node in its own context (Ctrl-C stays a KeyboardInterrupt)."""
-        self.model = model
-        self.namespace = namespace
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, args=context_args,
-                   signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node(name, context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        node, ctl = self.node, f'{namespace}/ik_controller'
-        polled = PolledGroup()
-        deep = QoSProfile(depth=QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
-        self.command_sub = node.create_subscription(
-            JointTrajectory, f'{namespace}/joint_trajectory_controller/joint_trajectory',
-            lambda m: None, deep, callback_group=polled)
-        self.state_sub = node.create_subscription(JointState, f'{namespace}/joint_states',
-                                                  lambda m: None, deep, callback_group=polled)
-        self.diag_sub = node.create_subscription(DiagnosticArray, f'{namespace}/diagnostics',
-                                                 lambda m: None, 100, callback_group=polled)
-        self.state_pub = node.create_publisher(JointState, f'{namespace}/joint_states', 100)
-        self.pose_pub = {ee: node.create_publisher(PoseStamped, f'{ctl}/{ee}/target_pose', 100)
-                         for ee in model.end_effector_names}
-        self.obstacle_pub = node.create_publisher(MarkerArray, f'{ctl}/obstacles', 100)
-        self.twist_pub = {ee: node.create_publisher(TwistStamped, f'{ctl}/{ee}/target_twist',
-                                                    100)
-                          for ee in model.end_effector_names}
-        self.on_command = self.on_state = None
-        self.sent = math.nan
-        self.last_command = None
-        self.last_state = None
-        self.last_state_q = None
-        self.commands = self.states = 0
-        self.diagnostics = {}     # latest key/values of the controller
-        self.robot_diagnostics = {}  # latest key/values of sim_robot (its clamps)
-        self.diagnostics_time = -math.inf
-        self.status_codes_seen = set()
-        self._state_order = (None, None)
-
-    def close(self):
-        """Destroy the node and shut the context down."""
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-
-    # ------------------------------------------------------------------ reading
-    def poll(self):
-        """Take every waiting command, state and diagnostics message; return how many."""
-        t = time.monotonic()
-        count = 0
-        for msg, info in take_all(self.command_sub, with_info=True):
-            self.sent = 1e-9 * info['source_timestamp']
-            self.commands += 1
-            self.last_command = msg
-            if self.on_command is not None:
-                self.on_command(msg, t)
-            count += 1
-        for msg, info in take_all(self.state_sub, with_info=True):
-            self.sent = 1e-9 * info['source_timestamp']
-            if msg.header.frame_id == 'ik_control_fuzz':
-                continue  # our own malformed joint_states
-            q = self.state_positions(msg)
-            if q is None:
-                continue
-            self.states += 1
-            self.last_state, self.last_state_q = msg, q
-            if self.on_state is not None:
-                self.on_state(msg, t)
-            count += 1
-        for msg in take_all(self.diag_sub):
-            for status in msg.status:
-                if status.hardware_id == self.model.name:
-                    self.diagnostics = {kv.key: kv.value for kv in status.values}
-                    self.diagnostics['level'] = int.from_bytes(status.level, 'little') if \
-                        isinstance(status.level, bytes) else int(status.level)
-                    self.diagnostics_time = t
-                    self.status_codes_seen.update(
-                        self.diagnostics.get('status_codes', '').split(','))
-                elif status.name.endswith(ROBOT_STATUS):
-                    self.robot_diagnostics = {kv.key: kv.value for kv in status.values}
-            count += 1
-        return count
-
-    def state_positions(self, msg):
-        """Positions of ``msg`` in model joint order, or None if it does not name them all."""
-        names = tuple(msg.name)
-        if names != self._state_order[0]:
-            try:
-                self._state_order = (names, [names.index(n) for n in self.model.joint_names])
-            except ValueError:
-                return None
-        if len(msg.position) != len(names):
-            return None
-        return np.asarray(msg.position)[self._state_order[1]]
-
-    def spin_for(self, seconds, period=0.001):
-        """Poll and serve services for ``seconds`` [s]."""
-        self.spin_until(lambda: False, seconds, period)
-
-    def spin_until(self, predicate, timeout, period=0.001, pair=None):
-        """Poll until ``predicate()`` or ``timeout`` [s]; return ``predicate()``."""
-        end = time.monotonic() + timeout
-        next_check = 0.0
-        while True:
-            self.poll()
-            if predicate():
-                return True
-            now = time.monotonic()
-            if now >= end:
-                return False
-            if pair is not None and now >= next_check:
-                pair.check_alive()
-                next_check = now + 0.2
-            self.executor.spin_once(timeout_sec=0.0)
-            time.sleep(period)
-
-    def refused(self):
-        """Refused messages as last reported by the controller (-1 before any diagnostics)."""
-        return int(self.diagnostics.get('refused_messages', -1))
-
-    def fresh_diagnostics(self, timeout=5.0, pair=None):
-        """Wait for a diagnostics message published after this call; return its values."""
-        start = time.monotonic()
-        if not self.spin_until(lambda: self.diagnostics_time > start + 0.05, timeout,
-                               pair=pair):
-            raise FuzzError('no diagnostics from the controller')
-        return self.diagnostics
-
-    def wait_ready(self, timeout=STARTUP_TIMEOUT, pair=None):
-        """Wait for joint_states, commands, diagnostics and matched goal subscriptions."""
-        pubs = (list(self.pose_pub.values()) + list(self.twist_pub.values())
-                + [self.obstacle_pub])
-
-        def ready():
-            return (self.last_state is not None and self.commands > 0 and self.diagnostics
-                    and all(p.get_subscription_count() > 0 for p in pubs))
-        if not self.spin_until(ready, timeout, pair=pair):
-            raise FuzzError(f'the nodes did not come up within {timeout:.0f} s (joint_states '
-                            f'{self.states}, commands {self.commands}, diagnostics '
-                            f'{bool(self.diagnostics)})')
-
-    def call(self, srv_type, name, request, timeout=5.0):
-        """Call service ``name`` and return the response (FuzzError on timeout)."""
-        client = self.node.create_client(srv_type, name)
-        try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise FuzzError(f'service {name} not available')
-            future = client.call_async(request)
-            self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-            if not future.done():
-                raise FuzzError(f'service {name} did not answer within {timeout} s')
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
-
-    def controller_parameters(self, names, node='ik_controller'):
-        """
-        Return ``{name: value}`` of the controller's parameters (get_parameters service).
-
-        One request per name: rclpy answers a request naming an unset parameter (an array
-        without a default) with no values at all; such parameters are None here.
-        """
-        from rclpy.parameter import parameter_value_to_python
-        out = {}
-        for name in names:
-            response = self.call(GetParameters, f'{self.namespace}/{node}/get_parameters',
-                                 GetParameters.Request(names=[name]))
-            out[name] = (parameter_value_to_python(response.values[0]) if response.values
-                         else None)
-        return out
-
-    # ------------------------------------------------------------------ writing
-    def current_poses(self):
-        """Placements (ne, 4, 4) of the effectors at the last measured state."""
-        return self.model.frame_placements(self.last_state_q)
-
-    def pose_message(self, T, frame_id=None, stamp=None):
-        """Return a PoseStamped of ``T`` (4x4, in the base frame unless ``frame_id``)."""
-        return pose_stamped(T, self.model.base_frame if frame_id is None else frame_id,
-                            time.time() if stamp is None else stamp)
-
-    def send_pose(self, ee, T, frame_id=None, stamp=None):
-        """Publish a pose goal for ``ee`` (4x4 in the base frame); return the message."""
-        msg = self.pose_message(T, frame_id, stamp)
-        self.pose_pub[ee].publish(msg)
-        return msg
-
-
+# ---------------------------------------------------------------------- the messages
 class MessageFactory:
     """Random valid and malformed messages for the controller of ``model``."""
 
@@ -784,8 +311,8 @@ def run(messages=100000, rate=2000.0, robot='wam', seed=0, cycle=4000, quiet=100
 
     Cycles of ``cycle`` mixed messages, an anchor goal and settling, then ``quiet``
     malformed-only messages (see the module docstring), at ``rate`` messages per second.
-    ``progress(text)`` receives progress lines. Raises :class:`FuzzError` if the nodes do
-    not start.
+    ``progress(text)`` receives progress lines. Raises
+    :class:`~ik_control.ros.harness.node_rig.FuzzError` if the nodes do not start.
     """
     if messages < 1 or rate <= 0 or cycle < 1 or quiet < 1:
         raise ValueError('messages, rate, cycle and quiet must be positive')

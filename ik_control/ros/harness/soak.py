@@ -2,8 +2,8 @@
 ``ik_control bench soak``: the controller at its configured rate for minutes, under goals.
 
 SIMON (``config/simon.yaml``: 1 kHz, both hands) runs as two processes, ``sim_robot`` and
-``ik_controller``, as in :mod:`ik_control.ros.harness.fuzz` (private namespace, ``/diagnostics``
-remapped into it). This process sends a new pose goal to each hand every
+``ik_controller``, as in :mod:`ik_control.ros.harness.node_rig` (private namespace,
+``/diagnostics`` remapped into it). This process sends a new pose goal to each hand every
 :data:`TARGET_PERIOD` (reachable and unreachable ones mixed) and measures, after a
 warm-up of :data:`WARMUP` seconds:
 
@@ -13,8 +13,8 @@ warm-up of :data:`WARMUP` seconds:
 * memory: resident set size of both node processes (``VmRSS`` in ``/proc/<pid>/status``)
   at the start and the end of the measurement, and its growth;
 * limit violations: every command checked as in the fuzz bench
-  (:class:`~ik_control.ros.harness.fuzz.CommandChecker`); the robot's own motion
-  (:class:`~ik_control.ros.harness.fuzz.MotionMonitor`: speed between samples and over 10 ms,
+  (:class:`~ik_control.ros.harness.checks.CommandChecker`); the robot's own motion
+  (:class:`~ik_control.ros.harness.checks.MotionMonitor`: speed between samples and over 10 ms,
   acceleration over 10 ms, as ratios of the limits) and the setpoints its saturation had
   to clamp (``clamps`` in sim_robot's diagnostics);
 * message losses: the controller ticks once per joint_states message (its loop is
@@ -33,7 +33,7 @@ import os
 import time
 
 from ik_control import robots
-from ik_control.ros.harness import fuzz
+from ik_control.ros.harness import checks, node_rig
 import numpy as np
 
 TARGET_PERIOD = 0.05     # a new goal per hand this often [s]
@@ -68,7 +68,8 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
 
     ``realtime_priority`` is passed to both nodes (0: normal scheduling, as in the
     robot's parameter file). ``progress(text)`` receives progress lines. Raises
-    :class:`~ik_control.ros.harness.fuzz.FuzzError` if the nodes do not start or one of them dies.
+    :class:`~ik_control.ros.harness.node_rig.FuzzError` if the nodes do not start or one of
+    them dies.
     """
     if not minutes > 0:
         raise ValueError('minutes must be > 0')
@@ -78,7 +79,7 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
     namespace = namespace or f'/ik_control_soak_{os.getpid()}'
     rng = np.random.default_rng(seed)
     priority = ['-p', f'realtime_priority:={int(realtime_priority)}']
-    pair = fuzz.Pair(robot, namespace, controller_args=priority, sim_args=priority)
+    pair = node_rig.Pair(robot, namespace, controller_args=priority, sim_args=priority)
     probe = None
     series = {'t': [], 'commands_per_s': [], 'states_per_s': [], 'controller_rate_hz': [],
               'rss_sim_mib': [], 'rss_controller_mib': [], 'jitter_us_p99': []}
@@ -87,14 +88,14 @@ def run(minutes=10.0, robot='simon', seed=0, progress=None, namespace=None,
         pair.start()
         say(f'started sim_robot and ik_controller for {robot} in {namespace} '
             f"(ROS_DOMAIN_ID={pair.env.get('ROS_DOMAIN_ID', '0')})")
-        probe = fuzz.Probe(model, namespace, name='ik_control_soak')
+        probe = node_rig.Probe(model, namespace, name='ik_control_soak')
         probe.wait_ready(pair=pair)
         parameters = probe.controller_parameters(
             ['rate_hz', 'limits.position_margin', 'limits.velocity_scale',
              'limits.max_velocity', 'limits.max_acceleration'])
         rate_hz = float(parameters['rate_hz'])
-        checker = fuzz.checker_for(model, parameters)
-        monitor = fuzz.MotionMonitor(probe, checker.v_max, checker.a_max)
+        checker = checks.checker_for(model, parameters)
+        monitor = checks.MotionMonitor(probe, checker.v_max, checker.a_max)
         probe.on_command = lambda msg, t: checker.check(msg)
         probe.on_state = monitor.on_state
         say(f'ready; {rate_hz:g} Hz; warm-up {WARMUP:g} s, then {minutes:g} min of goals '
