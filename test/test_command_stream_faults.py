@@ -16,10 +16,9 @@ wam.yaml, the controller's and the robot's).
   ``max_expected_latency`` 0.08 s ahead (the bound a transport's worst latency must stay
   within; the default is 0.02 s): the relay delays by up to 20 ms, its own process on a
   loaded 2-core machine adds tens of milliseconds now and then, and a stall of the
-  controller that catches a window inside ``publish`` (there about one stall in eight)
-  delivers it 50 ms late. (A window the controller finds late before sending it is
-  withheld instead: test_glitches, test_command_window.) With 0.05 s, as before, three
-  such stalls in four took the robot to 1.06-1.32x its acceleration limit;
+  controller that catches a window between its clock reading and the send (most often
+  inside ``publish``: there about one stall in eight) delivers it 50 ms late. With 0.05 s,
+  as before, 10 of 40 stalls in a row took the robot to 1.06-1.38x its acceleration limit;
 * the old one-point, stamp-zero format under the same faults: beyond 1.05x -- the test
   can fail, and this is what it would catch;
 * forward position and velocity commands (no stamps: a robot can only saturate them):

@@ -5,10 +5,8 @@ Properties over random limits, states and tick timings (late ticks, stops includ
 every window is inside the position limits, within the velocity and acceleration limits
 between consecutive points *and* everywhere between them (the cubic Hermite curve that a
 joint_trajectory_controller samples), ends at rest, and a window sent later continues
-the path of every earlier one up to that one's committed horizon, and the last one sent
-before it also beyond (its braking tail, which the robot follows until a newer window
-comes), windows withheld in between (:meth:`CommandWindow.withdraw`) or not: a late
-message never makes the robot jump.
+the path of every earlier one up to that one's committed horizon: a late message never
+makes the robot jump.
 """
 
 from command_checks import assert_window_within_limits
@@ -27,13 +25,7 @@ def _fine(window, steps=10):
 
 
 def _run(seed, n=4, ticks=80):
-    """
-    Drive a CommandWindow as the controller does; yield what is sent.
-
-    Yields ``(now, window, limits, committed horizon or None after a stop, lead,
-    period)``. Now and then a run of windows is withheld (computed, not sent, withdrawn:
-    as the node does with one it was too late to send).
-    """
+    """Drive a CommandWindow as the controller does; yield (now, window, path)."""
     rng = np.random.default_rng(seed)
     lower, upper = -rng.uniform(0.2, 2, n), rng.uniform(0.2, 2, n)
     v_max, a_max = rng.uniform(0.2, 3, n), rng.uniform(1, 20, n)
@@ -43,17 +35,13 @@ def _run(seed, n=4, ticks=80):
     path = CommandWindow(lower, upper, capacity=64)
     now = 0.0
     path.reset(now, rng.uniform(lower + margin, upper - margin), np.zeros(n), a_max, margin)
-    bounds = (lower + margin, upper - margin, v_max, a_max)
     v_out, q_next = np.zeros(n), np.zeros(n)
-    withheld = 0  # windows still to withhold
     for _ in range(ticks):
         now += period * (rng.choice([1.0, 0.3, 1.7, 6.0], p=[0.7, 0.1, 0.1, 0.1]))
         if rng.random() < 0.03:
             path.truncate(now)  # a stop: a new path from here
-            yield now, path.window(now), bounds, None, lead, period
+            yield now, path.window(now), (lower + margin, upper - margin, v_max, a_max), None
             continue
-        if not withheld and rng.random() < 0.05:
-            withheld = int(rng.integers(1, 20))
         start = path.start(now + lead, period)
         if start is None:
             continue
@@ -62,17 +50,14 @@ def _run(seed, n=4, ticks=80):
         limits.limit_velocity(q, v, v_des, lower, upper, margin, v_max, a_max, h, v_out)
         limits.integrate(q, v, v_out, h, q_next)
         path.append(now + lead, q_next, v_out, a_max, margin)
-        if withheld:
-            withheld -= 1
-            path.withdraw()
-            continue
-        yield now, path.window(now), bounds, path.last_time, lead, period
+        yield (now, path.window(now), (lower + margin, upper - margin, v_max, a_max),
+               path.last_time)
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1))
 def test_every_window_keeps_every_limit_at_its_points_and_between_them(seed):
-    for _, window, (lo, hi, v_max, a_max), *_ in _run(seed):
+    for _, window, (lo, hi, v_max, a_max), _ in _run(seed):
         assert_window_within_limits(lo, hi, v_max, a_max, window)
         if len(window[0]) < 2:
             continue
@@ -88,17 +73,14 @@ def test_every_window_keeps_every_limit_at_its_points_and_between_them(seed):
 @given(st.integers(0, 2 ** 32 - 1))
 def test_a_later_window_continues_every_earlier_one_up_to_its_horizon(seed):
     sent = []
-    for now, window, _, committed, lead, period in _run(seed):
+    for now, window, _, committed in _run(seed):
         if committed is None:  # a stop starts a new path
             sent.clear()
             continue
-        for k, (then, earlier, until) in enumerate(sent):
+        for then, earlier, until in sent:
             # the robot may still follow the earlier window at ``now`` (delivered late):
-            # up to its last committed knot, the new one says the same there; and the
-            # last one sent also on its tail, which the robot follows until this one comes
-            # (windows reaching two periods ahead: a one-period lead sends a knot only)
-            last = k == len(sent) - 1 and lead >= 2 * period
-            if now <= until or last:
+            # up to its last committed knot, the new one says the same there
+            if now <= until:
                 q_old, v_old = sample_points(*earlier, now - then)
                 np.testing.assert_allclose(window[1][0], q_old, rtol=0, atol=1e-9)
                 np.testing.assert_allclose(window[2][0], v_old, rtol=0, atol=1e-7)

@@ -15,7 +15,6 @@ import math
 from command_checks import assert_window_within_limits
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
-from ik_control.control.command_window import sample_points
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
 from ik_control.control.goal_state import GoalState
 from ik_control.control.robot_link import CONFIRM_SAMPLES, LinkState, POSITION_NOISE
@@ -270,47 +269,6 @@ def test_a_tick_later_than_the_committed_knots_is_counted_and_told():
     assert len(told) == 1 and f'{c.lead * 1e3:.3g} ms of its braking tail' in told[0].message
     run.ticks(100)
     assert c.late_ticks == 1
-
-
-def test_a_withheld_window_is_taken_back_and_the_next_continues_the_last_one_sent():
-    """
-    A window the node was too late to send (``withhold``) leaves no trace in the path.
-
-    The robot keeps following the last window it got, onto its braking tail; the next
-    window, a stall later, starts where that one is then. Kept, the withheld knot
-    would have it start where the robot never went. A stop is never withheld (it commits
-    no knot: the node sends it, as it did before).
-    """
-    c, robot = _rig(max_expected_latency=0.05)
-    run = Run(c, robot)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.05, 0.1, 0.0]))
-    run.ticks(100)
-    sent, sent_at = run.previous, run.now
-    assert np.max(np.abs(sent.velocities[0])) > 0.05  # under way
-    late = c.send_within + DT
-    withheld = c.update(sent_at + DT)
-    assert c.withhold(late)
-    assert not c.withhold(late)  # once per tick: nothing more to take back
-    assert c.windows_withheld == 1
-    told = [e for e in c.drain_events() if e.kind == 'window_withheld']
-    assert len(told) == 1 and f'{late * 1e3:.3g} ms after its time' in told[0].message
-    now = sent_at + DT + late  # the stall that made it late
-    c.set_joint_state(WAM.joint_names, sample_points(*sent, now - sent_at)[0], now)
-    command = c.update(now)
-    q_sent, v_sent = sample_points(*sent, now - sent_at)  # on its tail by now
-    np.testing.assert_allclose(command.positions[0], q_sent, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(command.velocities[0], v_sent, rtol=0, atol=1e-7)
-    # the withheld window went on without braking: the robot would have jumped to it
-    q_withheld, v_withheld = sample_points(*withheld, now - sent_at - DT)
-    assert np.max(np.abs(v_withheld - v_sent)) > 1e-3
-    # a stop (joint_states gone stale) commits no knot: it goes out, late or not
-    t = now
-    while not c.status & Status.STALE_STATE:  # ticks on, no joint_states
-        t += DT
-        stop = c.update(t)
-        assert t < now + 1.0
-    assert stop is not None and np.all(stop.velocities[-1] == 0.0)
-    assert not c.withhold(late) and c.windows_withheld == 1
 
 
 def test_hold_then_resume_continues_the_goal_and_goal_reached_agrees():

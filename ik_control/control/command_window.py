@@ -22,10 +22,7 @@ periods' worth of motion in one. The fix, as in MoveIt Servo's command queue wit
 
 So a message delivered up to ``L - 1/rate`` late replaces the active one at an instant
 where both say the same position and velocity: no jump, whatever the bunching or
-reordering. A window that cannot leave in time (its node was held up between computing and
-sending it: ``L - 1/rate`` after its stamp) is not sent, and its knot is withdrawn
-(:meth:`CommandWindow.withdraw`): the robot keeps the last window it got, which the path
-then still is. If the stream stops (controller killed, network lost) the robot follows the
+reordering. If the stream stops (controller killed, network lost) the robot follows the
 tail of the last message it got and comes to rest smoothly. When the controller itself
 was late (a stall longer than two periods), the knot it adds starts from the tail it
 sent, sampled at ``tau - 1/rate`` (:meth:`CommandWindow.start`): the path it commands
@@ -131,7 +128,6 @@ class CommandWindow:
         self._stops = self._no_stops  # the distinct stops, sorted: the tail's knots [s]
         self.margin = 0.0
         self.a_max = np.ones(n)
-        self._before = (-np.inf, self.a_max, 0.0)  # the path's end before start()
 
     # ------------------------------------------------------------------ state
     @property
@@ -182,7 +178,6 @@ class CommandWindow:
         h = tau - self.last_time
         if h < TIME_RESOLUTION:
             return None
-        self._before = (self.last_time, self.a_max, self.margin)  # for withdraw()
         if late and h > LATE_PERIODS * period:
             t_start = tau - period
             q, v = self.sample(t_start)
@@ -199,19 +194,6 @@ class CommandWindow:
         self.a_max = a_max
         self.margin = margin
         self._append(tau, q, v)
-        self._plan_tail()
-
-    def withdraw(self):
-        """
-        Take back what was committed since the last :meth:`start` (its window was not sent).
-
-        The path ends at the knot it ended at before, with the same tail: what the robot
-        follows, having got no newer window. (Only knots from that ``start`` on are
-        dropped; :meth:`_compact` drops old ones only.)
-        """
-        last_time, self.a_max, self.margin = self._before
-        times = self._t[self._lo:self._hi]
-        self._hi = self._lo + int(np.searchsorted(times, last_time, side='right'))
         self._plan_tail()
 
     def truncate(self, t):

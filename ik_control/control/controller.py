@@ -310,8 +310,6 @@ class ResolvedRateController:
         self.late_ticks = 0  # ticks so late that the command followed its braking tail
         self.late_time = 0.0  # how long it followed it over those ticks [s]
         self._knot_time = -math.inf  # when the last tick's knot is [s]
-        self._committed = False  # the last update appended a knot (withhold takes it back)
-        self.windows_withheld = 0  # windows not sent: ready too late (withhold)
         self.implausible_states = 0  # measured states refused as impossible motion
         self.link = LinkState.NO_STATE
         self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
@@ -380,9 +378,6 @@ class ResolvedRateController:
         self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
         self.dt = 1.0 / config.rate_hz
         self.lead = max(config.max_expected_latency, self.dt)
-        # a window leaving later than this after its time may meet the robot on the last
-        # one's tail (withhold); none when the windows reach no further than the next tick
-        self.send_within = self.lead - self.dt if self.lead >= 2 * self.dt else math.inf
         old = getattr(self, 'fallback', None)
         if (old is None or old.ik.margin != config.position_margin
                 or (self.config.goal_position_tolerance, self.config.goal_orientation_tolerance)
@@ -798,7 +793,6 @@ class ResolvedRateController:
         """
         cfg = self.config
         status = _NONE
-        self._committed = False
         self._observe_clock(now)
         if now - self._bad_input_time < 1.0:
             status |= _BAD_INPUT
@@ -903,7 +897,6 @@ class ResolvedRateController:
         self.v_cmd[:] = self._v_out
         path.append(now + self.lead, self.q_cmd, self.v_cmd, self.a_max, cfg.position_margin)
         self._knot_time = path.last_time
-        self._committed = True
         command = Command(*path.window(now))
         goal = self.joint_goal
         if goal is not None and goal.done(now + self.lead, self.q_cmd, command.velocities):
@@ -917,32 +910,6 @@ class ResolvedRateController:
             status |= _TARGET_UNREACHABLE
         self.status = status
         return command
-
-    def withhold(self, late):
-        """
-        Take back the last tick's knot: its window was not sent, ``late`` [s] after its time.
-
-        The node sends a window only within ``max_expected_latency`` minus one period of
-        its time (the node itself held up between computing and sending it: a stall, the
-        scheduler); later, the robot may already be braking on the last window's tail, and
-        this one would make it jump (:meth:`CommandWindow.withdraw`). The next tick starts
-        from that tail, as a late one. Counted (``windows_withheld``) and told once.
-
-        Returns True when the knot was taken back (the window must not go out), False when
-        the tick committed none: a stop (the path cut short after joint_states went
-        stale) is sent late or not, as before; taking it back would need the cut undone.
-        """
-        if not self._committed:
-            return False
-        self._committed = False
-        self.path.withdraw()
-        self._knot_time = self.path.last_time
-        self.windows_withheld += 1
-        self._event('window_withheld', 'warn',
-                    f'command window not sent: ready {late * 1e3:.3g} ms after its time, '
-                    'too late to reach the robot before it brakes; the next tick goes on from '
-                    'the braking tail')
-        return True
 
     def _note_late_tick(self, lost):
         """

@@ -648,20 +648,17 @@ class IkControllerNode(Node):
         Publish the command of the tick at ``now`` [s] (module docstring).
 
         trajectory: the window, header stamp ``now`` (or, with max_expected_latency 0,
-        the knot one period ahead alone, stamp zero), not sent when it is ready later than
-        ``max_expected_latency`` minus one period after ``now`` (its knot withdrawn:
-        :meth:`Controller.withhold`); position and velocity: the path one period ahead.
+        the knot one period ahead alone, stamp zero); position and velocity: the path one
+        period ahead.
         """
         if self._interface == 'trajectory':
             if self._stamp_zero:
                 q, v = command.at(self.period)
                 self._out.publish(self._writer.payload(0, self._one_time, q[None], v[None]))
             else:
-                payload = self._writer.payload(self.epoch_ns + round(now * 1e9), command.times,
-                                               command.positions, command.velocities)
-                late = self._now() - now  # held up since `now`: too late, unless a stop
-                if not (late > self.controller.send_within and self.controller.withhold(late)):
-                    self._out.publish(payload)
+                self._out.publish(self._writer.payload(self.epoch_ns + round(now * 1e9),
+                                                       command.times,
+                                                       command.positions, command.velocities))
             return
         q, v = command.at(self.period)
         if self._interface == 'position':
@@ -693,7 +690,6 @@ class IkControllerNode(Node):
                       ('reseeds', str(c.reseeds)),
                       ('late_ticks', str(c.late_ticks)),
                       ('late_seconds', f'{c.late_time:.6g}'),
-                      ('windows_withheld', str(c.windows_withheld)),
                       ('link', c.link.name),
                       ('implausible_states', str(c.implausible_states)),
                       ('clock_jumps_back', str(c.clock_jumps_back)),
