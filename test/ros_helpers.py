@@ -45,13 +45,17 @@ def domain_id() -> int:
 
 
 def ros_env(**extra: str) -> dict:
-    """Environment for node subprocesses: same domain, the repository on PYTHONPATH."""
-    env = dict(os.environ)
+    """
+    Environment for node subprocesses: the nodes' own, this run's domain, the repository.
+
+    :func:`~ik_control.ros.harness.node_process.node_environment` (unbuffered logging,
+    faulthandler on: an abort prints every thread's stack), ``ROS_DOMAIN_ID`` of
+    :func:`domain_id`, the repository first on ``PYTHONPATH``.
+    """
+    env = node_process.node_environment()
     env['ROS_DOMAIN_ID'] = str(domain_id())
     path = env.get('PYTHONPATH', '')
     env['PYTHONPATH'] = REPO_ROOT + (os.pathsep + path if path else '')
-    env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
-    env.setdefault('PYTHONFAULTHANDLER', '1')  # SIGABRT prints every thread's stack
     env.update(extra)
     return env
 

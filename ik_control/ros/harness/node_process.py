@@ -55,7 +55,6 @@ class NodeProcess:
     def __init__(self, name, module, ros_args, env, stop_timeout=5.0, cwd=None):
         """Start the process (in ``cwd``, default this one's) with environment ``env``."""
         self.name = name
-        self.module = module
         self.stop_timeout = stop_timeout
         self.args = [sys.executable, '-m', module, '--ros-args', *ros_args]
         self._err = tempfile.TemporaryFile(mode='w+')
@@ -99,12 +98,7 @@ class NodeProcess:
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.send_signal(signal.SIGABRT)
-            try:
-                self.proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            self._end(signal.SIGABRT, 5.0)
             raise AssertionError(f'{" ".join(self.args)} still running after {timeout} s; '
                                  f'its stderr, and its stacks when aborted:\n'
                                  f'{self.stderr[-6000:]}') from None
@@ -140,10 +134,14 @@ class NodeProcess:
         except subprocess.TimeoutExpired:
             pass
         if self.alive():
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            self._end(signal.SIGINT, self.stop_timeout)
         return self.proc.returncode
+
+    def _end(self, sig, timeout):
+        """Send ``sig``, wait up to ``timeout`` [s] for the exit, then SIGKILL."""
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
