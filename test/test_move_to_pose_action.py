@@ -13,7 +13,7 @@ import sys
 import time
 
 from ik_control import robots
-from ik_control.control.controller import GOAL_SPEED
+from ik_control.control.goal_set import GOAL_SPEED
 from ik_control.ros.conversions import pose_stamped
 from ik_control.ros.move_client import build_goal, result_names
 from ik_control.ros.move_to_pose_server import load_action_type

@@ -33,6 +33,7 @@ they are velocities with a feed-forward; as long as one effector follows one, th
 step is the law's.
 """
 
+from ik_control.control.goal_set import MODE_MOTION, MODE_POSE, MODE_TWIST
 from ik_control.control.robot_link import JOIN_BRAKING
 from ik_control.ik.hal import HalArm
 from ik_control.ik.tree_ccd import TreeCcd
@@ -116,9 +117,7 @@ class ClassicalMode:
         Returns ``dq`` unchanged while an effector follows a twist or a moving goal, or
         no effector has a pose goal.
         """
-        from ik_control.control.controller import MODE_MOTION, MODE_POSE, MODE_TWIST
-
-        mode = c.mode
+        mode = c.goals.mode
         if np.any((mode == MODE_TWIST) | (mode == MODE_MOTION)) or not np.any(
                 mode == MODE_POSE):
             return dq
@@ -130,7 +129,7 @@ class ClassicalMode:
         return self._toward(c, delta) * c.dt
 
     def _ccd_change(self, c, q):
-        targets = c.targets
+        targets = c.goals.targets
         if self._alpha_targets is None or not np.array_equal(targets, self._alpha_targets):
             self._alpha = self.ccd.weights(q)       # per goal: weights from where it starts
             self._alpha_targets = targets.copy()
@@ -144,7 +143,7 @@ class ClassicalMode:
 
     def _closed_form_goal(self, c, q, pursued):
         """Goal configuration: each pursued effector's arm by the closed form, once per goal."""
-        targets = c.targets
+        targets = c.goals.targets
         if self._goal_q is None:
             self._goal_q = q.copy()
         goal = self._goal_q

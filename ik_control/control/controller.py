@@ -55,7 +55,8 @@ from ik_control.control import classical_mode, constrained_motion
 from ik_control.control import limits as limits_mod
 from ik_control.control.command_window import CommandWindow, sample_points, TIME_RESOLUTION
 from ik_control.control.fallback import HANDBACK, IkFallback, MAX_TRIES, STRATEGIES
-from ik_control.control.goal_state import Event, GoalState
+from ik_control.control.goal_set import GoalSet, MODE_MOTION, MODE_POSE, MODE_TWIST, SETTLING
+from ik_control.control.goal_state import Event
 from ik_control.control.joint_goal import JointGoal
 from ik_control.control.robot_link import (CONFIRM_SAMPLES, JOIN_DONE, join_velocity,
                                            LinkState, PlausibilityFilter)
@@ -66,27 +67,8 @@ from ik_control.ik.pose_error import log3, pose_distance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
                                   SolverConfig, VelocitySolver)
 from ik_control.validation import finite_vector, InputError, quaternion_to_matrix, unit_quaternion
-from numba import njit
 import numpy as np
 
-MODE_HOLD, MODE_POSE, MODE_TWIST, MODE_MOTION = 0, 1, 2, 3
-# fall of the goal error, as a fraction of itself, that counts as progress to a goal;
-# errors are measured in tolerances (position / goal_position_tolerance plus rotation /
-# goal_orientation_tolerance), so the rule has no length scale [-]
-PROGRESS_FRACTION = 0.01
-# joint speed, over the whole command window (now to max_expected_latency ahead), below
-# which a goal within tolerance counts as reached: the robot, which follows the window, is
-# then within GOAL_SPEED * max_expected_latency of the commanded pose [rad/s]
-GOAL_SPEED = 0.01
-STILL_SPEED = 0.01  # joint speed below which the arm counts as at rest [rad/s]
-# a goal without progress is declared unreachable once the arm is at rest, or after this
-# many unreachable_time without progress whatever the arm does (it may creep for ever
-# along a singular direction) [-]
-CREEP_PERIODS = 4.0
-# a goal whose error has not halved for this many unreachable_time is slow (creeping
-# toward it along a singular direction, say): it goes to the position-IK fallback,
-# though it is not unreachable [-]
-SLOW_PERIODS = 4.0
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
 # measured positions further outside the URDF limits are refused: a drive's overshoot
@@ -112,54 +94,6 @@ _STALE_STATE = int(Status.STALE_STATE)
 _TARGET_UNREACHABLE = int(Status.TARGET_UNREACHABLE)
 _TWIST_TIMEOUT = int(Status.TWIST_TIMEOUT)
 _VELOCITY_LIMITED = int(Status.VELOCITY_LIMITED)
-
-
-@njit(cache=True, nogil=True)
-def _goal_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, best_time, now,
-                 unreachable_time, goal_reached, stuck, slow):
-    """
-    Goal bookkeeping of one tick (:meth:`ResolvedRateController._goal_bookkeeping`).
-
-    Sets ``goal_reached`` (within tolerance, a pose goal, not parked, every joint slower
-    than ``GOAL_SPEED`` at every point of ``v_cmd``, the command window's velocities),
-    records progress in ``best_error``/``best_time`` (ne x 2) -- the error ``e = err_p /
-    tol_p + err_r / tol_r`` counts as progress when ``e < (1 - PROGRESS_FRACTION)
-    best_error[:, 0]``, and as halved when ``e < best_error[:, 1] / 2`` -- and marks in
-    ``stuck`` the pose goals without progress for ``unreachable_time`` and either the arm
-    at rest (every joint slower than ``STILL_SPEED``) or no progress for
-    ``CREEP_PERIODS`` times as long, in ``slow`` those not halved for ``SLOW_PERIODS``
-    times as long. Returns 1 when some are stuck, plus 2 when some are slow, plus 4 when
-    a pose goal is within tolerance while the joints still move (the caller then judges
-    the hand's own speed: a nullspace motion moves the joints, not the hand).
-    """
-    speed = 0.0
-    for j in range(v_cmd.size):
-        speed = max(speed, abs(v_cmd[j]))
-    settled = speed < GOAL_SPEED
-    flags = 0
-    for i in range(err_p.size):
-        close = err_p[i] <= tol_p and err_r[i] <= tol_r
-        pose = mode[i] == MODE_POSE
-        goal_reached[i] = close and pose and not parked[i] and settled
-        if close and pose and not parked[i] and not settled:
-            flags |= 4
-        e = err_p[i] / tol_p + err_r[i] / tol_r
-        if e < (1.0 - PROGRESS_FRACTION) * best_error[i, 0]:
-            best_error[i, 0] = e
-            best_time[i, 0] = now
-        if e < 0.5 * best_error[i, 1]:
-            best_error[i, 1] = e
-            best_time[i, 1] = now
-        idle = now - best_time[i, 0]
-        pending = pose and not close and not parked[i]
-        stuck[i] = (pending and idle >= unreachable_time
-                    and (speed < STILL_SPEED or idle >= CREEP_PERIODS * unreachable_time))
-        slow[i] = pending and now - best_time[i, 1] >= SLOW_PERIODS * unreachable_time
-        if stuck[i]:
-            flags |= 1
-        if slow[i]:
-            flags |= 2
-    return flags
 
 
 class Command(NamedTuple):
@@ -269,17 +203,9 @@ class ResolvedRateController:
                                   + 64)
         self.state_stamp = -math.inf  # robot time of the measured state [s]
         self.initialized = False
-        self.mode = np.zeros(ne, dtype=np.int64)
-        self.targets = np.tile(np.eye(4), (ne, 1, 1))   # goal or virtual target per effector
-        self._solver_targets = self.targets.copy()
-        self.twist = np.zeros((ne, 6))
-        self.twist_time = np.full(ne, -math.inf)
-        self.motions = [None] * ne   # MODE_MOTION: (motion, its start time [s]) per effector
-        self.goal_reached = np.zeros(ne, dtype=bool)
-        self.parked = np.zeros(ne, dtype=bool)   # unreachable goal: holding the closest pose
-        self._stuck = np.zeros(ne, dtype=bool)
-        self._slow = np.zeros(ne, dtype=bool)
-        self.goal_T = self.targets.copy()   # the user's goal per effector (parked: not targets)
+        self.events = deque(maxlen=256)  # transitions for the node to log
+        self.goals = GoalSet(model.end_effector_names, self.events)
+        self._solver_targets = self.goals.targets.copy()
         # position-IK fallback (fallback.py): request pending, fallbacks used, the solution
         # being approached (joint strategy) or pulled toward (posture), for which effectors
         self.seeking = np.zeros(ne, dtype=bool)
@@ -288,21 +214,16 @@ class ResolvedRateController:
         self.approach = None
         self.posture = None
         self._fallback_for = np.zeros(ne, dtype=bool)
-        self.unreachable_reason = [''] * ne
         self._meas_ws = model.workspace()
         self._ns_H = np.zeros((n, model.task_dim))
         self._ns_beta = np.zeros(model.task_dim)
         self._posture_z = np.zeros(n)
         self._posture_dq = np.zeros(n)
         self.status = _NO_STATE
-        self.holding = False
         self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
         self._last_tick = -math.inf
         self._reseed_time = -math.inf
-        # per effector: [1 % progress, halving] trackers (_goal_kernel)
-        self._best_error = np.full((ne, 2), math.inf)
-        self._best_time = np.full((ne, 2), math.inf)
         self._clock = -math.inf  # latest time seen, to notice backward clock jumps
         self.clock_jumps_back = 0  # backward clock jumps seen (module docstring)
         self.last_refusal = ''
@@ -314,11 +235,7 @@ class ResolvedRateController:
         self.link = LinkState.NO_STATE
         self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
         self.plausibility = PlausibilityFilter(model.velocity_limit)
-        self.goal_state = np.full(ne, int(GoalState.NONE), dtype=np.int64)
-        self.goal_ids = np.zeros(ne, dtype=np.int64)  # count of goals per effector
-        self._reached_before = np.zeros(ne, dtype=bool)
         self._at_bound = False  # JOINT_BOUND at the last tick
-        self.events = deque(maxlen=256)  # transitions for the node to log
         self._name_cache = (None, None)
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
         self._compile()
@@ -337,9 +254,8 @@ class ResolvedRateController:
                                   self.model.upper, 0.0, self.v_max, self.a_max, self.dt,
                                   self._v_out)
         limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
-        _goal_kernel(self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.mode,
-                     self.parked, self.v_cmd, self._best_error.copy(), self._best_time.copy(),
-                     0.0, 1.0, self.goal_reached.copy(), self._stuck, self._slow)
+        GoalSet(self.model.end_effector_names, deque()).judge(
+            self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
         self.solver.reset_targets()
         self._rot = np.zeros(3)
 
@@ -404,11 +320,9 @@ class ResolvedRateController:
             self._bad_input_time += jump
             self._last_tick += jump
             self._reseed_time += jump
-            self.twist_time += jump
-            self._best_time += jump
+            self.goals.shift(jump)
             self.state_stamp += jump
             self.plausibility.shift(jump)
-            self.motions = [None if m is None else (m[0], m[1] + jump) for m in self.motions]
             if not self.path.empty:
                 self.path.shift(jump)
         self._clock = now
@@ -499,20 +413,9 @@ class ResolvedRateController:
         i = self.end_effector_index(frame)
         T = _rigid_transform(T)
         self._cancel_joint_goal('a pose goal')
-        self._end_goal(i, frame)
-        self.targets[i] = T
-        self.goal_T[i] = T
-        self.mode[i] = MODE_POSE
-        self.goal_reached[i] = False
-        self.parked[i] = False
-        self._best_error[i] = math.inf
+        self._end_goal(i)
+        self.goals.accept_pose(i, T)
         self.solver.reset_targets()
-        self.goal_ids[i] += 1
-        self.goal_state[i] = GoalState.HELD if self.holding else GoalState.ACCEPTED
-        self._event('goal_accepted', 'info',
-                    f"goal {self.goal_ids[i]} for '{frame}' accepted: position "
-                    f'[{T[0, 3]:.4g}, {T[1, 3]:.4g}, {T[2, 3]:.4g}] m'
-                    + (' (held until resume)' if self.holding else ''))
 
     def motion_start(self, frame, now):
         """
@@ -523,12 +426,13 @@ class ResolvedRateController:
         state (its target before the first joint_states), at rest.
         """
         i = self.end_effector_index(frame)
-        if self.mode[i] == MODE_MOTION:
-            motion, start = self.motions[i]
+        goals = self.goals
+        if goals.mode[i] == MODE_MOTION:
+            motion, start = goals.motions[i]
             t = min(max(now - start, 0.0), motion.end_time)
             return motion.sample(t), motion.twist(t)
         if not self.initialized:
-            return self.targets[i].copy(), np.zeros(6)
+            return goals.targets[i].copy(), np.zeros(6)
         self.solver.ws.update(self.q_cmd, jacobian=False)
         return self.solver.ws.frame_T[i].copy(), np.zeros(6)
 
@@ -550,26 +454,14 @@ class ResolvedRateController:
         """
         i = self.end_effector_index(frame)
         self._cancel_joint_goal(what)
-        self._end_goal(i, frame)
+        self._end_goal(i)
         self._observe_clock(now)
-        self.motions[i] = (motion, float(now))
-        self.mode[i] = MODE_MOTION
-        self.goal_reached[i] = False
-        self.parked[i] = False
-        self._best_error[i] = math.inf
-        self.goal_ids[i] += 1
-        self.goal_state[i] = GoalState.HELD if self.holding else GoalState.ACCEPTED
-        self._event('goal_accepted', 'info',
-                    f"goal {self.goal_ids[i]} for '{frame}' accepted: {what} over "
-                    f'{motion.end_time:.3g} s' + (' (held until resume)' if self.holding else ''))
+        self.goals.accept_motion(i, motion, now, what)
 
-    def _end_goal(self, i, frame):
-        """Mark the goal effector ``i`` is pursuing, if any, replaced (a new one came)."""
+    def _end_goal(self, i):
+        """Replace the goal effector ``i`` pursues, if any: its fallback ends too."""
         self._end_fallback(i)
-        if self.goal_state[i] in (GoalState.ACCEPTED, GoalState.ACTIVE, GoalState.HELD):
-            self.goal_state[i] = GoalState.REPLACED
-            self._event('goal_replaced', 'info',
-                        f"goal {self.goal_ids[i]} for '{frame}' replaced")
+        self.goals.replace(i)
 
     def set_twist_target(self, frame, linear, angular, now):
         """
@@ -585,18 +477,10 @@ class ResolvedRateController:
             raise InputError(f'twist components must be within {MAX_TWIST:g} m/s and rad/s')
         self._cancel_joint_goal('a twist goal')  # only a valid twist ends a plan
         self._observe_clock(now)
-        if self.mode[i] != MODE_TWIST:
-            self._end_goal(i, frame)
-            self.goal_state[i] = GoalState.TWIST
-            self._event('twist', 'info', f"'{frame}' follows target_twist (velocity mode)")
-        if self.mode[i] != MODE_TWIST and self.initialized:
-            self.targets[i] = self.solver.frame_T[i]
-        self.twist[i, :3] = v
-        self.twist[i, 3:] = w
-        self.twist_time[i] = now
-        self.mode[i] = MODE_TWIST
-        self.parked[i] = False
-        self.goal_reached[i] = False
+        if self.goals.mode[i] != MODE_TWIST:
+            self._end_fallback(i)
+        self.goals.follow_twist(i, v, w, now,
+                                self.solver.frame_T[i] if self.initialized else None)
 
     def set_obstacles(self, centers, radii):
         """
@@ -635,8 +519,8 @@ class ResolvedRateController:
         """
         goal = JointGoal(self.model, names, times, positions, velocities, start)
         self._cancel_joint_goal('a new joint trajectory')
-        for i, frame in enumerate(self.model.end_effector_names):
-            self._end_goal(i, frame)  # the plan replaces the Cartesian goals
+        for i in range(self.ne):
+            self._end_goal(i)  # the plan replaces the Cartesian goals
         self.joint_goal = goal
         self._event('trajectory_accepted', 'info',
                     f'joint trajectory accepted: {len(goal.times)} points, ends in '
@@ -656,25 +540,16 @@ class ResolvedRateController:
         """
         if not self.initialized:
             return
+        which = [self.end_effector_index(frame) for frame in frames]
+        for i in which:
+            self._end_fallback(i)
         self.solver.ws.update(self.q_cmd, jacobian=False)
-        for frame in frames:
-            i = self.end_effector_index(frame)
-            self._end_goal(i, frame)
-            self.targets[i] = self.solver.ws.frame_T[i]
-            self.mode[i] = MODE_HOLD
-            self.twist[i] = 0.0
-            self.parked[i] = False
-            self.goal_reached[i] = False
+        self.goals.stop(which, self.solver.ws.frame_T)
         self.solver.reset_targets()
 
     def hold(self):
         """Pause: decelerate to rest and keep the pose; the goals wait (``HELD``)."""
-        if not self.holding:
-            paused = np.isin(self.goal_state, (GoalState.ACCEPTED, GoalState.ACTIVE))
-            self.goal_state[paused] = GoalState.HELD
-            self._event('hold', 'info', f'holding (~/hold): {int(paused.sum())} goal(s) '
-                        'paused')
-        self.holding = True
+        self.goals.pause()
 
     def resume(self):
         """
@@ -683,17 +558,12 @@ class ResolvedRateController:
         Effectors without a goal keep the pose they have now. Progress towards the goals
         is counted from now (the pause is no lack of progress).
         """
-        if self.holding:
-            if self.initialized:
-                self.solver.ws.update(self.q_cmd, jacobian=False)
-                idle = self.mode == MODE_HOLD
-                self.targets[idle] = self.solver.ws.frame_T[idle]
-                self.solver.reset_targets()
-            held = self.goal_state == GoalState.HELD
-            self.goal_state[held] = GoalState.ACTIVE
-            self._best_time[:] = self._clock
-            self._event('resume', 'info', f'resumed: {int(held.sum())} goal(s) continue')
-        self.holding = False
+        if self.goals.holding and self.initialized:
+            self.solver.ws.update(self.q_cmd, jacobian=False)
+            self.goals.resume(self._clock, self.solver.ws.frame_T)
+            self.solver.reset_targets()
+        else:
+            self.goals.resume(self._clock, None)
 
     def _event(self, kind, level, message):
         self.events.append(Event(kind, level, message))
@@ -712,8 +582,8 @@ class ResolvedRateController:
         # effectors without a pose goal hold (or integrate twists from) where they are; a
         # pose goal sent before the first state is kept
         self.solver.ws.update(self.q_cmd, jacobian=False)
-        idle = self.mode != MODE_POSE
-        self.targets[idle] = self.solver.ws.frame_T[idle]
+        idle = self.goals.mode != MODE_POSE
+        self.goals.targets[idle] = self.solver.ws.frame_T[idle]
         self.solver.reset_targets()
         self.initialized = True
 
@@ -729,15 +599,16 @@ class ResolvedRateController:
         dt = min(max(now - self._last_tick, 0.0), MAX_TWIST_STEP)
         self._last_tick = now
         k = self.config.gain
-        self._solver_targets[:] = self.targets
+        goals = self.goals
+        self._solver_targets[:] = goals.targets
         status = _NONE
-        for i in np.flatnonzero(self.mode == MODE_TWIST):
-            if now - self.twist_time[i] > self.config.twist_timeout:
-                if np.any(self.twist[i]):
-                    self.twist[i] = 0.0
+        for i in np.flatnonzero(goals.mode == MODE_TWIST):
+            if now - goals.twist_time[i] > self.config.twist_timeout:
+                if np.any(goals.twist[i]):
+                    goals.twist[i] = 0.0
                 status |= _TWIST_TIMEOUT
-            v, w = self.twist[i, :3], self.twist[i, 3:]
-            T = self.targets[i]
+            v, w = goals.twist[i, :3], goals.twist[i, 3:]
+            T = goals.targets[i]
             T[:3, 3] += v * dt
             T[:3, :3] = _exp3(w * dt) @ T[:3, :3]
             # keep the virtual target within the clamp distance of the effector
@@ -751,22 +622,18 @@ class ResolvedRateController:
             S[:3, 3] = T[:3, 3] + v / k
             S[:3, :3] = _exp3(w / k) @ T[:3, :3]
         self.obstacles.gain = self.config.obstacle_gain  # unless a motion's priorities say
-        for i in np.flatnonzero(self.mode == MODE_MOTION):
+        for i in np.flatnonzero(goals.mode == MODE_MOTION):
             self._advance_motion(i, now)
         return status
 
     def _advance_motion(self, i, now):
         """Target of a moving goal at the knot being committed (:meth:`follow_motion`)."""
-        motion, start = self.motions[i]
+        motion, start = self.goals.motions[i]
         t = now + self.lead - start
-        T = self.targets[i]
+        T = self.goals.targets[i]
         if t >= motion.end_time:  # played out: its last pose is a pose goal
-            T[:] = motion.sample(motion.end_time)
-            self.goal_T[i] = T
+            self.goals.motion_played_out(i, now)
             self._solver_targets[i] = T
-            self.mode[i] = MODE_POSE
-            self.motions[i] = None
-            self._best_time[i] = now
             return
         weights = getattr(motion, 'weights', None)
         w = weights(t) if weights is not None else {}
@@ -840,15 +707,16 @@ class ResolvedRateController:
         self.q_cmd[:] = q_start
         self.v_cmd[:] = v_start
         joining = self.link == LinkState.JOINING
-        if joining or self.holding:
+        holding = self.goals.holding
+        if joining or holding:
             # joining the measurement comes first: the command must meet the robot
-            status |= _HOLDING if self.holding else _NONE
+            status |= _HOLDING if holding else _NONE
             if joining:
                 join_velocity(self.q_cmd, self.q_meas, self.v_max, self.a_max, self._v_des)
             else:
                 self._v_des[:] = 0.0
             self.solver.ws.update(self.q_cmd, jacobian=False)
-            self._best_time[:] = now  # a pause is no lack of progress
+            self.goals.best_time[:] = now  # a pause is no lack of progress
         elif self.joint_goal is not None:
             status |= self._follow_joint_goal(now + self.lead)
         else:
@@ -878,7 +746,7 @@ class ResolvedRateController:
         if joining or now - self._reseed_time < 1.0:
             status |= _RESEEDED
         if self.constrained is not None and not joining and self.joint_goal is None:
-            self.constrained.apply(self, h, task=not self.holding)  # Welman's constraints
+            self.constrained.apply(self, h, task=not holding)  # Welman's constraints
         flags = limits_mod.limit_velocity(self.q_cmd, self.v_cmd, self._v_des, self.model.lower,
                                           self.model.upper, cfg.position_margin, self.v_max,
                                           self.a_max, h, self._v_out)
@@ -904,9 +772,9 @@ class ResolvedRateController:
             self._hold_pose_at_command()
             self._event('trajectory_done', 'info', 'joint trajectory done: holding its last '
                         'pose')
-        if not (self.holding or joining or self.joint_goal is not None):
+        if not (holding or joining or self.joint_goal is not None):
             status |= self._goal_bookkeeping(now, command.velocities)
-        elif self.parked.any():
+        elif self.goals.parked.any():
             status |= _TARGET_UNREACHABLE
         self.status = status
         return command
@@ -950,7 +818,7 @@ class ResolvedRateController:
             if gap > cfg.reseed_tolerance and not self._confirmed_elsewhere():
                 return False
             self.link = LinkState.TRACKING
-            self._best_time[:] = now  # the pause is no lack of progress
+            self.goals.best_time[:] = now  # the pause is no lack of progress
             if gap <= cfg.reseed_tolerance and np.any(path.sample(now)[1]):
                 # back before the stop ended, on the path: it goes on from there
                 self._event('state_regained', 'info', 'joint_states regained')
@@ -1020,9 +888,7 @@ class ResolvedRateController:
     def _hold_pose_at_command(self):
         """Every effector holds its pose at the commanded state (the end of a plan)."""
         self.solver.ws.update(self.q_cmd, jacobian=False)
-        self.targets[:] = self.solver.ws.frame_T
-        self.mode[:] = MODE_HOLD
-        self.twist[:] = 0.0
+        self.goals.idle(self.solver.ws.frame_T)
         self.solver.reset_targets()
 
     def _follow_joint_goal(self, tau):
@@ -1082,21 +948,22 @@ class ResolvedRateController:
         position-IK fallback (:meth:`_request_fallback`), or, once it has had
         ``MAX_TRIES`` (or with ``fallback_strategy: off``), is unreachable (:meth:`_park`).
         """
-        cfg = self.config
+        cfg, goals, solver = self.config, self.goals, self.solver
         if self.approach is not None:  # the joint-space approach is progress
-            self._best_time[self._fallback_for] = now
-        flags = _goal_kernel(
-            self.solver.err_pos, self.solver.err_rot, cfg.goal_position_tolerance,
-            cfg.goal_orientation_tolerance, self.mode, self.parked, velocities.reshape(-1),
-            self._best_error, self._best_time, now, cfg.unreachable_time, self.goal_reached,
-            self._stuck, self._slow)
-        if flags & 4:
-            self._hand_settled(velocities)
-        if self.goal_reached.any():
+            goals.best_time[self._fallback_for] = now
+        flags = goals.judge(solver.err_pos, solver.err_rot, cfg.goal_position_tolerance,
+                            cfg.goal_orientation_tolerance, velocities, now,
+                            cfg.unreachable_time)
+        if flags & SETTLING:  # the hand's own speed, per task row, over the window
+            hand = np.max(np.abs(velocities @ solver.J.T), axis=0)
+            goals.settle_hands(hand, self.model.row_frame, solver.err_pos, solver.err_rot,
+                               cfg.goal_position_tolerance, cfg.goal_orientation_tolerance)
+        if goals.reached.any():
             self._confirm_measured()
         if flags:
-            stuck = self._stuck & ~self.seeking  # a pending solve decides those
-            retry = (stuck | self._slow) & ~self.seeking & (self.fallback_tries < MAX_TRIES)
+            stuck = goals.stuck & ~self.seeking  # a pending solve decides those
+            retry = ((stuck | goals.slow) & ~self.seeking
+                     & (self.fallback_tries < MAX_TRIES))
             if cfg.fallback_strategy != 'off' and retry.any():
                 self._request_fallback(now, retry)
                 stuck &= ~retry
@@ -1104,65 +971,40 @@ class ResolvedRateController:
                 why = ('no progress again after the position-IK fallback'
                        if cfg.fallback_strategy != 'off' else 'no progress (fallback off)')
                 self._park(stuck, f'{why} for {cfg.unreachable_time:g} s')
-        done = self.goal_reached | self.parked
+        done = goals.reached | goals.parked
         if self.posture is not None and done[self._fallback_for].all():
             self._end_fallback(np.flatnonzero(self._fallback_for)[0])
-        self._goal_transitions()
-        return _TARGET_UNREACHABLE if self.parked.any() else _NONE
-
-    def _hand_settled(self, velocities):
-        """
-        Set ``goal_reached`` for pose goals within tolerance whose hand is at rest.
-
-        The hand's speed at every point of the command window, ``|J v|`` per task row
-        (rotation rows weighted by ``orientation_weight`` [m/rad]), below ``GOAL_SPEED``:
-        the joints may still move in the nullspace (joint centering) without moving it.
-        """
-        cfg = self.config
-        hand = np.max(np.abs(velocities @ self.solver.J.T), axis=0)  # per task row
-        rows = self.model.row_frame
-        for i in np.flatnonzero((self.mode == MODE_POSE) & ~self.parked & ~self.goal_reached):
-            if (self.solver.err_pos[i] <= cfg.goal_position_tolerance
-                    and self.solver.err_rot[i] <= cfg.goal_orientation_tolerance
-                    and np.max(hand[rows == i]) < GOAL_SPEED):
-                self.goal_reached[i] = True
+        goals.transitions(solver.err_pos, solver.err_rot)
+        return _TARGET_UNREACHABLE if goals.parked.any() else _NONE
 
     def _confirm_measured(self):
         """Keep ``goal_reached`` only where the measured pose is within tolerance too."""
         cfg = self.config
         ws = self._meas_ws
         ws.update(self.q_meas, jacobian=False)
-        for i in np.flatnonzero(self.goal_reached):
-            err_p, err_r = pose_distance(ws.frame_T[i], self.targets[i])
+        reached = self.goals.reached
+        for i in np.flatnonzero(reached):
+            err_p, err_r = pose_distance(ws.frame_T[i], self.goals.targets[i])
             if err_p > cfg.goal_position_tolerance or (
                     self.model.task_is_pose[i] and err_r > cfg.goal_orientation_tolerance):
-                self.goal_reached[i] = False
+                reached[i] = False
 
     def _park(self, which, reason):
         """Goals of effectors ``which`` (bool mask) are unreachable: hold the closest pose."""
-        # its own placement becomes the target, so the slow drift of damped least
-        # squares along the singular direction stops; goal_T keeps the user's goal
-        self.targets[which] = self.solver.frame_T[which]
-        self.parked |= which
         if self._fallback_for[which].any():
             self._end_fallback(np.flatnonzero(which & self._fallback_for)[0])
-        for i in np.flatnonzero(which):
-            self.goal_state[i] = GoalState.UNREACHABLE
-            self.unreachable_reason[i] = reason
-            err_p, err_r = pose_distance(self.solver.frame_T[i], self.goal_T[i])
-            self._event('goal_unreachable', 'warn',
-                        f"goal {self.goal_ids[i]} for '{self.model.end_effector_names[i]}'"
-                        f' unreachable: {reason}; error {err_p:.4g} m, {err_r:.4g} rad; '
-                        'holding the closest pose')
+        frame_T, goal = self.solver.frame_T, self.goals.goal
+        self.goals.park(which, reason, frame_T, lambda i: pose_distance(frame_T[i], goal[i]))
 
     def _request_fallback(self, now, which):
         """Ask the position IK for every effector's target at once (module fallback.py)."""
         which = which | self.seeking
         self.seeking |= which
         self.fallback_tries[which] += 1
-        self._best_time[which] = now
-        key = (self.goal_ids.copy(), which.copy())
-        self.fallback.request(key, self.targets, self.q_cmd, seed=int(self.goal_ids.sum()))
+        self.goals.best_time[which] = now
+        ids = self.goals.ids
+        self.fallback.request((ids.copy(), which.copy()), self.goals.targets, self.q_cmd,
+                              seed=int(ids.sum()))
         names = [self.model.end_effector_names[i] for i in np.flatnonzero(which)]
         self._event('fallback', 'info',
                     f'no progress to the goal of {names} (error '
@@ -1177,7 +1019,7 @@ class ResolvedRateController:
             return
         (goal_ids, which), result = done
         self.seeking[which] = False
-        if not np.array_equal(goal_ids[which], self.goal_ids[which]):
+        if not np.array_equal(goal_ids[which], self.goals.ids[which]):
             return  # those goals were replaced meanwhile
         if not result.success:
             self._park(which, f'the position IK found no solution in '
@@ -1186,8 +1028,7 @@ class ResolvedRateController:
             return
         self.fallback_uses += 1
         self._fallback_for[:] = which
-        self._best_error[which] = math.inf
-        self._best_time[which] = now
+        self.goals.restart_progress(which, now)
         if self.config.fallback_strategy == 'joint':
             self.approach = result.q
         else:
@@ -1203,8 +1044,7 @@ class ResolvedRateController:
         if np.max(np.abs(self.approach - self.q_cmd)) < HANDBACK:
             which = self._fallback_for.copy()
             self._end_fallback(np.flatnonzero(which)[0])
-            self._best_error[which] = math.inf
-            self._best_time[which] = now
+            self.goals.restart_progress(which, now)
             self._event('fallback_handback', 'info', 'joint-space approach done: Cartesian '
                         'tracking from here')
             return
@@ -1222,30 +1062,13 @@ class ResolvedRateController:
     def _end_fallback(self, i):
         """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""
         self.fallback_tries[i] = 0
-        self.unreachable_reason[i] = ''
+        self.goals.unreachable_reason[i] = ''
         if self.seeking[i]:
             self.fallback.cancel()
             self.seeking[:] = False
         if self._fallback_for[i]:
             self.approach = self.posture = None
             self._fallback_for[:] = False
-
-    def _goal_transitions(self):
-        """Move goals ACCEPTED -> ACTIVE at the first tick, ACTIVE <-> REACHED by goal_reached."""
-        states, reached = self.goal_state, self.goal_reached
-        accepted = states == GoalState.ACCEPTED
-        if not (accepted.any() or (reached != self._reached_before).any()):
-            return
-        states[accepted] = GoalState.ACTIVE
-        for i in np.flatnonzero(reached & ~self._reached_before):
-            if states[i] == GoalState.ACTIVE:
-                states[i] = GoalState.REACHED
-                self._event('goal_reached', 'info',
-                            f"goal {self.goal_ids[i]} for '{self.model.end_effector_names[i]}'"
-                            f' reached (error {self.solver.err_pos[i]:.3g} m, '
-                            f'{self.solver.err_rot[i]:.3g} rad)')
-        states[(states == GoalState.REACHED) & ~reached] = GoalState.ACTIVE
-        self._reached_before[:] = reached
 
     # ------------------------------------------------------------------ reporting
     def tracking_errors(self):
@@ -1256,9 +1079,23 @@ class ResolvedRateController:
         is still counted to the goal it could not reach.
         """
         err_p, err_r = self.solver.err_pos.copy(), self.solver.err_rot.copy()
-        for i in np.flatnonzero(self.parked):
-            err_p[i], err_r[i] = pose_distance(self.solver.frame_T[i], self.goal_T[i])
+        for i in np.flatnonzero(self.goals.parked):
+            err_p[i], err_r[i] = pose_distance(self.solver.frame_T[i], self.goals.goal[i])
         return err_p, err_r
+
+    # the goals' state, as the node reports it (views of :attr:`goals`)
+    goal_reached = property(lambda self: self.goals.reached,
+                            doc='Per effector: its pose goal is reached (bool array).')
+    goal_state = property(lambda self: self.goals.state,
+                          doc='Per effector: its :class:`GoalState` (int array).')
+    goal_ids = property(lambda self: self.goals.ids,
+                        doc='Per effector: how many goals it has been given (int array).')
+    parked = property(lambda self: self.goals.parked,
+                      doc='Per effector: its goal is unreachable, the closest pose held.')
+    unreachable_reason = property(lambda self: self.goals.unreachable_reason,
+                                  doc='Per effector: why its goal is unreachable (or empty).')
+    holding = property(lambda self: self.goals.holding,
+                       doc='The goals are paused by ``~/hold``.')
 
     def sigma_min(self):
         """Smallest singular value of the weighted task Jacobian at the last tick (-1 unknown)."""

@@ -43,7 +43,7 @@ import math
 from typing import NamedTuple, Optional
 
 from ik_control.control import status as status_mod
-from ik_control.control.controller import GOAL_SPEED, MODE_POSE, STILL_SPEED
+from ik_control.control.goal_set import GOAL_SPEED, MODE_POSE, STILL_SPEED
 from ik_control.ik.pose_error import pose_distance
 from ik_control.ros.conversions import pose_to_matrix, sec_to_duration, time_to_sec
 from ik_control.validation import finite_vector, InputError
@@ -268,8 +268,8 @@ class MoveToPoseServer:
         with node.lock:
             if not force and float(np.max(np.abs(c.v_cmd))) >= STILL_SPEED:
                 return
-            newer = [(i, c.targets[i].copy()) for i, n in enumerate(node.topic_goals)
-                     if n != self._releasing[i] and c.mode[i] == MODE_POSE]
+            newer = [(i, c.goals.targets[i].copy()) for i, n in enumerate(node.topic_goals)
+                     if n != self._releasing[i] and c.goals.mode[i] == MODE_POSE]
             if c.holding:
                 c.resume()
             # the stopped goal's effectors stay where they came to rest

@@ -1,0 +1,316 @@
+"""
+The end effectors' goals: what each one pursues, and where its goal is in its lifecycle.
+
+One :class:`GoalSet` per controller holds, per end effector (arrays indexed by effector):
+
+- what it pursues (``mode``): ``MODE_IDLE`` (no goal: it keeps the pose it has),
+  ``MODE_POSE`` (a pose goal), ``MODE_TWIST`` (a velocity, integrated into a virtual
+  target) or ``MODE_MOTION`` (a moving goal: a key-pose spline or a velocity profile);
+- ``targets``: the pose the solver drives it to (the goal, the virtual target, the pose it
+  keeps, or the closest pose it holds when parked), and ``goal``: the user's goal;
+- its lifecycle (:class:`~ik_control.control.goal_state.GoalState`), changed only here:
+  :meth:`accept_pose` / :meth:`accept_motion` (``ACCEPTED``, or ``HELD`` while paused;
+  the goal it replaces ``REPLACED``), :meth:`follow_twist` (``TWIST``), the first tick
+  (``ACTIVE``), :meth:`pause` / :meth:`resume` (``HELD`` / ``ACTIVE``), :meth:`judge`
+  and :meth:`transitions` (``REACHED``, back to ``ACTIVE`` when it leaves tolerance),
+  :meth:`park` (``UNREACHABLE``), :meth:`stop` (no goal);
+- progress (:meth:`judge`): the best error and when it was reached, from which a goal
+  without progress is found.
+
+Three things keep a pose, and they have three names: an effector without a goal is
+*idle* (``MODE_IDLE``); the goals of every effector are *paused* by ``~/hold``
+(``holding``: the arm decelerates to rest, the goals wait); a goal found unreachable is
+*parked* (``parked``: the effector holds the closest pose it reached, the goal stays
+``UNREACHABLE`` until replaced).
+
+Every transition is an :class:`~ik_control.control.goal_state.Event` on the controller's
+queue, for the node to log once.
+"""
+
+import math
+
+from ik_control.control.goal_state import Event, GoalState
+from numba import njit
+import numpy as np
+
+__all__ = ['CREEP_PERIODS', 'GOAL_SPEED', 'GoalSet', 'MODE_IDLE', 'MODE_MOTION', 'MODE_POSE',
+           'MODE_TWIST', 'PROGRESS_FRACTION', 'SLOW_PERIODS', 'STILL_SPEED']
+
+MODE_IDLE, MODE_POSE, MODE_TWIST, MODE_MOTION = 0, 1, 2, 3
+# fall of the goal error, as a fraction of itself, that counts as progress to a goal;
+# errors are measured in tolerances (position / goal_position_tolerance plus rotation /
+# goal_orientation_tolerance), so the rule has no length scale [-]
+PROGRESS_FRACTION = 0.01
+# joint speed, over the whole command window (now to max_expected_latency ahead), below
+# which a goal within tolerance counts as reached: the robot, which follows the window, is
+# then within GOAL_SPEED * max_expected_latency of the commanded pose [rad/s]
+GOAL_SPEED = 0.01
+STILL_SPEED = 0.01  # joint speed below which the arm counts as at rest [rad/s]
+# a goal without progress is declared unreachable once the arm is at rest, or after this
+# many unreachable_time without progress whatever the arm does (it may creep for ever
+# along a singular direction) [-]
+CREEP_PERIODS = 4.0
+# a goal whose error has not halved for this many unreachable_time is slow (creeping
+# toward it along a singular direction, say): it goes to the position-IK fallback,
+# though it is not unreachable [-]
+SLOW_PERIODS = 4.0
+# judge's flags
+STUCK, SLOW, SETTLING = 1, 2, 4
+
+
+@njit(cache=True, nogil=True)
+def _judge_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, best_time, now,
+                  unreachable_time, goal_reached, stuck, slow):
+    """
+    Goal bookkeeping of one tick (:meth:`GoalSet.judge`).
+
+    Sets ``goal_reached`` (within tolerance, a pose goal, not parked, every joint slower
+    than ``GOAL_SPEED`` at every point of ``v_cmd``, the command window's velocities),
+    records progress in ``best_error``/``best_time`` (ne x 2) -- the error ``e = err_p /
+    tol_p + err_r / tol_r`` counts as progress when ``e < (1 - PROGRESS_FRACTION)
+    best_error[:, 0]``, and as halved when ``e < best_error[:, 1] / 2`` -- and marks in
+    ``stuck`` the pose goals without progress for ``unreachable_time`` and either the arm
+    at rest (every joint slower than ``STILL_SPEED``) or no progress for
+    ``CREEP_PERIODS`` times as long, in ``slow`` those not halved for ``SLOW_PERIODS``
+    times as long. Returns ``STUCK`` when some are stuck, plus ``SLOW`` when some are
+    slow, plus ``SETTLING`` when a pose goal is within tolerance while the joints still
+    move (the caller then judges the hand's own speed: a nullspace motion moves the
+    joints, not the hand).
+    """
+    speed = 0.0
+    for j in range(v_cmd.size):
+        speed = max(speed, abs(v_cmd[j]))
+    settled = speed < GOAL_SPEED
+    flags = 0
+    for i in range(err_p.size):
+        close = err_p[i] <= tol_p and err_r[i] <= tol_r
+        pose = mode[i] == MODE_POSE
+        goal_reached[i] = close and pose and not parked[i] and settled
+        if close and pose and not parked[i] and not settled:
+            flags |= SETTLING
+        e = err_p[i] / tol_p + err_r[i] / tol_r
+        if e < (1.0 - PROGRESS_FRACTION) * best_error[i, 0]:
+            best_error[i, 0] = e
+            best_time[i, 0] = now
+        if e < 0.5 * best_error[i, 1]:
+            best_error[i, 1] = e
+            best_time[i, 1] = now
+        idle = now - best_time[i, 0]
+        pending = pose and not close and not parked[i]
+        stuck[i] = (pending and idle >= unreachable_time
+                    and (speed < STILL_SPEED or idle >= CREEP_PERIODS * unreachable_time))
+        slow[i] = pending and now - best_time[i, 1] >= SLOW_PERIODS * unreachable_time
+        if stuck[i]:
+            flags |= STUCK
+        if slow[i]:
+            flags |= SLOW
+    return flags
+
+
+class GoalSet:
+    """Every end effector's goal and its lifecycle (module docstring)."""
+
+    def __init__(self, names, events):
+        """``names``: the end effectors' frames; ``events``: the queue transitions go to."""
+        ne = len(names)
+        self.names = list(names)
+        self.events = events
+        self.mode = np.full(ne, MODE_IDLE, dtype=np.int64)
+        self.targets = np.tile(np.eye(4), (ne, 1, 1))  # what the solver drives each to
+        self.goal = self.targets.copy()  # the user's goal (parked: not the target)
+        self.twist = np.zeros((ne, 6))  # MODE_TWIST: linear [m/s], angular [rad/s]
+        self.twist_time = np.full(ne, -math.inf)  # when each twist came [s]
+        self.motions = [None] * ne  # MODE_MOTION: (motion, its start time [s])
+        self.reached = np.zeros(ne, dtype=bool)
+        self.parked = np.zeros(ne, dtype=bool)
+        self.unreachable_reason = [''] * ne
+        self.state = np.full(ne, int(GoalState.NONE), dtype=np.int64)
+        self.ids = np.zeros(ne, dtype=np.int64)  # goals accepted per effector
+        self.holding = False  # paused by ~/hold
+        self.stuck = np.zeros(ne, dtype=bool)  # judge: no progress
+        self.slow = np.zeros(ne, dtype=bool)  # judge: not halving
+        # per effector: [1 % progress, halving] trackers (_judge_kernel)
+        self.best_error = np.full((ne, 2), math.inf)
+        self.best_time = np.full((ne, 2), math.inf)
+        self._reached_before = np.zeros(ne, dtype=bool)
+
+    def _event(self, kind, level, message):
+        self.events.append(Event(kind, level, message))
+
+    # ------------------------------------------------------------------ new goals
+    def replace(self, i):
+        """Mark the goal effector ``i`` pursues, if any, ``REPLACED`` (a new one came)."""
+        if self.state[i] in (GoalState.ACCEPTED, GoalState.ACTIVE, GoalState.HELD):
+            self.state[i] = GoalState.REPLACED
+            self._event('goal_replaced', 'info',
+                        f"goal {self.ids[i]} for '{self.names[i]}' replaced")
+
+    def _accept(self, i, mode, what):
+        self.replace(i)
+        self.mode[i] = mode
+        self.reached[i] = False
+        self.parked[i] = False
+        self.best_error[i] = math.inf
+        self.ids[i] += 1
+        self.state[i] = GoalState.HELD if self.holding else GoalState.ACCEPTED
+        self._event('goal_accepted', 'info',
+                    f"goal {self.ids[i]} for '{self.names[i]}' accepted: {what}"
+                    + (' (held until resume)' if self.holding else ''))
+
+    def accept_pose(self, i, T):
+        """Accept the pose goal ``T`` (4x4, base frame) for effector ``i``."""
+        self.targets[i] = T
+        self.goal[i] = T
+        self._accept(i, MODE_POSE,
+                     f'position [{T[0, 3]:.4g}, {T[1, 3]:.4g}, {T[2, 3]:.4g}] m')
+
+    def accept_motion(self, i, motion, now, what):
+        """Accept a moving goal for effector ``i`` from ``now`` [s] (``what``: its log name)."""
+        self.motions[i] = (motion, float(now))
+        self._accept(i, MODE_MOTION, f'{what} over {motion.end_time:.3g} s')
+
+    def follow_twist(self, i, v, w, now, pose):
+        """
+        Effector ``i`` follows the twist ``v`` [m/s], ``w`` [rad/s] that came at ``now``.
+
+        Entering velocity mode ends its goal; its virtual target starts at ``pose`` (its
+        placement now; None before the first state: the target it has).
+        """
+        if self.mode[i] != MODE_TWIST:
+            self.replace(i)
+            self.state[i] = GoalState.TWIST
+            self._event('twist', 'info',
+                        f"'{self.names[i]}' follows target_twist (velocity mode)")
+            if pose is not None:
+                self.targets[i] = pose
+        self.twist[i, :3] = v
+        self.twist[i, 3:] = w
+        self.twist_time[i] = now
+        self.mode[i] = MODE_TWIST
+        self.parked[i] = False
+        self.reached[i] = False
+
+    def stop(self, which, poses):
+        """Effectors ``which`` (indices or a mask) end their goals and keep ``poses[which]``."""
+        for i in np.arange(len(self.names))[which]:
+            self.replace(i)
+        self.targets[which] = poses[which]
+        self.mode[which] = MODE_IDLE
+        self.twist[which] = 0.0
+        self.parked[which] = False
+        self.reached[which] = False
+
+    def idle(self, poses):
+        """
+        Every effector keeps ``poses`` (the end of a joint plan): idle, twists zeroed.
+
+        The goals' lifecycle is left as it is (the plan had replaced them already).
+        """
+        self.targets[:] = poses
+        self.mode[:] = MODE_IDLE
+        self.twist[:] = 0.0
+
+    def motion_played_out(self, i, now):
+        """Effector ``i``'s motion has played out: its last pose is an ordinary pose goal."""
+        motion = self.motions[i][0]
+        self.targets[i] = motion.sample(motion.end_time)
+        self.goal[i] = self.targets[i]
+        self.mode[i] = MODE_POSE
+        self.motions[i] = None
+        self.best_time[i] = now
+
+    # ------------------------------------------------------------------ pause
+    def pause(self):
+        """``~/hold``: the pursued goals wait (``HELD``)."""
+        if not self.holding:
+            paused = np.isin(self.state, (GoalState.ACCEPTED, GoalState.ACTIVE))
+            self.state[paused] = GoalState.HELD
+            self._event('hold', 'info', f'holding (~/hold): {int(paused.sum())} goal(s) '
+                        'paused')
+        self.holding = True
+
+    def resume(self, now, poses):
+        """
+        Leave the pause: held goals go on, progress counted from ``now`` [s].
+
+        Idle effectors keep ``poses`` (their placements now; None before the first state).
+        """
+        if self.holding:
+            if poses is not None:
+                idle = self.mode == MODE_IDLE
+                self.targets[idle] = poses[idle]
+            held = self.state == GoalState.HELD
+            self.state[held] = GoalState.ACTIVE
+            self.best_time[:] = now
+            self._event('resume', 'info', f'resumed: {int(held.sum())} goal(s) continue')
+        self.holding = False
+
+    # ------------------------------------------------------------------ each tick
+    def restart_progress(self, which, now):
+        """Count progress of the goals ``which`` afresh from ``now`` [s] (a new approach)."""
+        self.best_error[which] = math.inf
+        self.best_time[which] = now
+
+    def judge(self, err_p, err_r, tol_p, tol_r, velocities, now, unreachable_time):
+        """
+        Set ``reached``, ``stuck`` and ``slow`` at this tick (:func:`_judge_kernel`).
+
+        ``err_p`` [m], ``err_r`` [rad]: each effector's error at the commanded state;
+        ``velocities``: the command window's [rad/s]. Returns the kernel's flags.
+        """
+        return _judge_kernel(err_p, err_r, tol_p, tol_r, self.mode, self.parked,
+                             velocities.reshape(-1), self.best_error, self.best_time, now,
+                             unreachable_time, self.reached, self.stuck, self.slow)
+
+    def settle_hands(self, hand_speed, row_frame, err_p, err_r, tol_p, tol_r):
+        """
+        Set ``reached`` for pose goals within tolerance whose hand is at rest.
+
+        ``hand_speed``: per task row, the largest ``|J v|`` over the command window
+        (rotation rows weighted by ``orientation_weight`` [m/rad]); below ``GOAL_SPEED``
+        the hand is at rest though the joints may still move in the nullspace.
+        """
+        for i in np.flatnonzero((self.mode == MODE_POSE) & ~self.parked & ~self.reached):
+            if (err_p[i] <= tol_p and err_r[i] <= tol_r
+                    and np.max(hand_speed[row_frame == i]) < GOAL_SPEED):
+                self.reached[i] = True
+
+    def park(self, which, reason, poses, errors):
+        """
+        Goals of effectors ``which`` (mask) are unreachable: each holds ``poses[i]``.
+
+        Its own placement becomes its target, so the slow drift of damped least squares
+        along the singular direction stops; ``goal`` keeps the user's goal. ``errors(i)``
+        gives the position [m] and rotation [rad] error left, for the log.
+        """
+        self.targets[which] = poses[which]
+        self.parked |= which
+        for i in np.flatnonzero(which):
+            self.state[i] = GoalState.UNREACHABLE
+            self.unreachable_reason[i] = reason
+            err_p, err_r = errors(i)
+            self._event('goal_unreachable', 'warn',
+                        f"goal {self.ids[i]} for '{self.names[i]}' unreachable: {reason}; "
+                        f'error {err_p:.4g} m, {err_r:.4g} rad; holding the closest pose')
+
+    def transitions(self, err_p, err_r):
+        """Goals ACCEPTED -> ACTIVE at the first tick, ACTIVE <-> REACHED by ``reached``."""
+        states, reached = self.state, self.reached
+        accepted = states == GoalState.ACCEPTED
+        if not (accepted.any() or (reached != self._reached_before).any()):
+            return
+        states[accepted] = GoalState.ACTIVE
+        for i in np.flatnonzero(reached & ~self._reached_before):
+            if states[i] == GoalState.ACTIVE:
+                states[i] = GoalState.REACHED
+                self._event('goal_reached', 'info',
+                            f"goal {self.ids[i]} for '{self.names[i]}' reached (error "
+                            f'{err_p[i]:.3g} m, {err_r[i]:.3g} rad)')
+        states[(states == GoalState.REACHED) & ~reached] = GoalState.ACTIVE
+        self._reached_before[:] = reached
+
+    def shift(self, jump):
+        """Move the times kept by ``jump`` [s] (a backward clock jump)."""
+        self.twist_time += jump
+        self.best_time += jump
+        self.motions = [None if m is None else (m[0], m[1] + jump) for m in self.motions]
