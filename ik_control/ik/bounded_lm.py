@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 from ik_control.ik import linalg
 from ik_control.ik.pose_error import ERROR_LOG3, pose_error
-from ik_control.kinematics import kernels
+from ik_control.kinematics import buffers, kernels
 from ik_control.validation import InputError
 from numba import njit
 import numpy as np
@@ -102,39 +102,23 @@ def buffer_views(packed_i, B):
     """
     nq, m = packed_i[2], packed_i[3]
     ws = kernels.work_size(packed_i)
-    P = B[0:P_SIZE]
-    o = P_SIZE
-    S = B[o:o + S_SIZE]
-    o += S_SIZE
-    Wa = B[o:o + ws]
-    o += ws
-    Wb = B[o:o + ws]
-    o += ws
-    A = B[o:o + nq * nq].reshape((nq, nq))
-    o += nq * nq
-    M = B[o:o + nq * nq].reshape((nq, nq))
-    o += nq * nq
-    R3 = B[o:o + 9].reshape((3, 3))
-    o += 9
-    e_a = B[o:o + m]
-    o += m
-    e_b = B[o:o + m]
-    o += m
-    q = B[o:o + nq]
-    o += nq
-    q_best = B[o:o + nq]
-    o += nq
-    g = B[o:o + nq]
-    o += nq
-    rhs = B[o:o + nq]
-    o += nq
-    dq = B[o:o + nq]
-    o += nq
-    q_trial = B[o:o + nq]
-    o += nq
-    free = B[o:o + nq]
-    o += nq
-    errs = B[o:o + 2]
+    P, o = buffers.vector(B, 0, P_SIZE)
+    S, o = buffers.vector(B, o, S_SIZE)
+    Wa, o = buffers.vector(B, o, ws)
+    Wb, o = buffers.vector(B, o, ws)
+    A, o = buffers.matrix(B, o, nq, nq)
+    M, o = buffers.matrix(B, o, nq, nq)
+    R3, o = buffers.matrix(B, o, 3, 3)
+    e_a, o = buffers.vector(B, o, m)
+    e_b, o = buffers.vector(B, o, m)
+    q, o = buffers.vector(B, o, nq)
+    q_best, o = buffers.vector(B, o, nq)
+    g, o = buffers.vector(B, o, nq)
+    rhs, o = buffers.vector(B, o, nq)
+    dq, o = buffers.vector(B, o, nq)
+    q_trial, o = buffers.vector(B, o, nq)
+    free, o = buffers.vector(B, o, nq)
+    errs, o = buffers.vector(B, o, 2)
     return P, S, q, q_best, Wa, Wb, e_a, e_b, A, M, g, rhs, dq, q_trial, free, errs, R3
 
 

@@ -63,7 +63,7 @@ def iterate(packed_f, packed_i, B, q, targets, max_iterations, stall_iterations,
     Returns (iterations, converged, max position error, max rotation error).
     """
     views = solver_mod.buffer_views(packed_i, B)
-    dq, err_pos, err_rot = views[2], views[13], views[14]
+    dq, err_pos, err_rot = views.dq, views.err_pos, views.err_rot
     fv = solver_mod.kernels.model_views(packed_f, packed_i)
     lower, upper = fv[14], fv[15]
     best = np.inf

@@ -24,10 +24,11 @@ Joint limits are the caller's: the controller and the position IK clamp differen
 
 from dataclasses import asdict, dataclass, fields
 import math
+from typing import NamedTuple
 
 from ik_control.ik import laws, linalg, nullspace
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES, error_mode_code, ERROR_MODES, pose_error
-from ik_control.kinematics import kernels
+from ik_control.kinematics import buffers, kernels
 from ik_control.validation import InputError
 from numba import njit
 import numpy as np
@@ -120,6 +121,45 @@ INFO_SIGMA_MIN, INFO_LAMBDA2, INFO_STEP_CLAMPED, INFO_ERROR_CLAMPED, INFO_SIZE =
 SIGMA_ITERATIONS = 5
 
 
+class SolverViews(NamedTuple):
+    """
+    Named views of the solver buffer ``B`` (:func:`buffer_views`), in buffer order.
+
+    ``P``: the configuration (``P_*``); ``W``, ``W2``: kinematics workspaces (the second
+    for the manipulability gradient); ``L`` (m x m): the Cholesky factor of ``J J^T +
+    lambda^2 I``; ``R3`` (3 x 3): scratch; ``e`` (m): the weighted, clamped error times the
+    gain; ``wm``, ``wm2`` (m): scratch; ``dq`` (nq): the result; ``wn``, ``wn2``, ``z``,
+    ``dq_ns`` (nq): the nullspace term's work; ``dmax``, ``prev_dist``, ``err_pos``,
+    ``err_rot`` (ne): ClampMag's bound, the last error for the adaptive clamp, the
+    position [m] and rotation [rad] errors; ``info`` (``INFO_*``); ``active`` (nq): 1 for
+    a joint the step may move, 0 for one held where it is; ``H`` (nq x m), ``beta`` (m):
+    the work of the exact nullspace projector
+    (:func:`ik_control.ik.nullspace.project_nullspace`).
+    """
+
+    P: np.ndarray
+    W: np.ndarray
+    W2: np.ndarray
+    L: np.ndarray
+    R3: np.ndarray
+    e: np.ndarray
+    wm: np.ndarray
+    wm2: np.ndarray
+    dq: np.ndarray
+    wn: np.ndarray
+    wn2: np.ndarray
+    z: np.ndarray
+    dq_ns: np.ndarray
+    dmax: np.ndarray
+    prev_dist: np.ndarray
+    err_pos: np.ndarray
+    err_rot: np.ndarray
+    info: np.ndarray
+    active: np.ndarray
+    H: np.ndarray
+    beta: np.ndarray
+
+
 @njit(cache=True, nogil=True)
 def buffer_size(IX):
     """Length of the solver buffer ``B`` (see :func:`buffer_views`)."""
@@ -128,62 +168,34 @@ def buffer_size(IX):
             + nq * m + m)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def buffer_views(IX, B):
-    """
-    Return views of the solver buffer ``B``.
-
-    In order: P (configuration), W (kinematics workspace), dq, L, e, wm, wm2, wn, wn2, z,
-    dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3, W2 (a second kinematics
-    workspace, for the manipulability gradient), active (1 for a joint the step may
-    move, 0 for one held where it is), and H (nq x m), beta (m): the work of the exact
-    nullspace projector (:func:`ik_control.ik.nullspace.project_nullspace`).
-    """
+    """Return the :class:`SolverViews` of the solver buffer ``B``."""
     ne, nq, m = IX[1], IX[2], IX[3]
     ws = kernels.work_size(IX)
-    P = B[0:P_SIZE]
-    o = P_SIZE
-    W = B[o:o + ws]
-    o += ws
-    W2 = B[o:o + ws]
-    o += ws
-    L = B[o:o + m * m].reshape((m, m))
-    o += m * m
-    R3 = B[o:o + 9].reshape((3, 3))
-    o += 9
-    e = B[o:o + m]
-    o += m
-    wm = B[o:o + m]
-    o += m
-    wm2 = B[o:o + m]
-    o += m
-    dq = B[o:o + nq]
-    o += nq
-    wn = B[o:o + nq]
-    o += nq
-    wn2 = B[o:o + nq]
-    o += nq
-    z = B[o:o + nq]
-    o += nq
-    dq_ns = B[o:o + nq]
-    o += nq
-    dmax = B[o:o + ne]
-    o += ne
-    prev_dist = B[o:o + ne]
-    o += ne
-    err_pos = B[o:o + ne]
-    o += ne
-    err_rot = B[o:o + ne]
-    o += ne
-    info = B[o:o + INFO_SIZE]
-    o += INFO_SIZE
-    active = B[o:o + nq]
-    o += nq
-    H = B[o:o + nq * m].reshape((nq, m))
-    o += nq * m
-    beta = B[o:o + m]
-    return (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info,
-            R3, W2, active, H, beta)
+    P, o = buffers.vector(B, 0, P_SIZE)
+    W, o = buffers.vector(B, o, ws)
+    W2, o = buffers.vector(B, o, ws)
+    L, o = buffers.matrix(B, o, m, m)
+    R3, o = buffers.matrix(B, o, 3, 3)
+    e, o = buffers.vector(B, o, m)
+    wm, o = buffers.vector(B, o, m)
+    wm2, o = buffers.vector(B, o, m)
+    dq, o = buffers.vector(B, o, nq)
+    wn, o = buffers.vector(B, o, nq)
+    wn2, o = buffers.vector(B, o, nq)
+    z, o = buffers.vector(B, o, nq)
+    dq_ns, o = buffers.vector(B, o, nq)
+    dmax, o = buffers.vector(B, o, ne)
+    prev_dist, o = buffers.vector(B, o, ne)
+    err_pos, o = buffers.vector(B, o, ne)
+    err_rot, o = buffers.vector(B, o, ne)
+    info, o = buffers.vector(B, o, INFO_SIZE)
+    active, o = buffers.vector(B, o, nq)
+    H, o = buffers.matrix(B, o, nq, m)
+    beta, o = buffers.vector(B, o, m)
+    return SolverViews(P, W, W2, L, R3, e, wm, wm2, dq, wn, wn2, z, dq_ns, dmax, prev_dist,
+                       err_pos, err_rot, info, active, H, beta)
 
 
 @njit(cache=True, nogil=True)
@@ -217,27 +229,23 @@ def _manipulability_gradient(F, IX, W2, q, J_rows_scale, out, L):
         out[k] = (w_plus - w_minus) / (2.0 * h)
 
 
-@njit(cache=True, nogil=True)
-def solve_step(F, IX, B, q, targets):
+@njit(cache=True, nogil=True, inline='always')
+def task_error(P, model, work, v, q, targets):
     """
-    One velocity-IK update (module docstring) into the ``dq`` view of ``B``.
+    Run steps 1-3 (module docstring): kinematics, each error, ClampMag, weighting.
 
-    ``F``, ``IX``: the packed model; ``B``: the solver buffer (:func:`buffer_views`) holding
-    the configuration, workspaces and result. ``targets`` is (end effectors, 4, 4) in the
-    base frame; position-only effectors use its translation. ``prev_dist < 0`` marks a
-    target jump for the adaptive clamp. Returns ``STATUS_OK``, or ``STATUS_BAD_INPUT``
-    (with ``dq`` zeroed) when ``q`` or ``targets`` holds NaN or infinite values.
+    Writes the Jacobian into ``work`` (the columns of inactive joints zeroed, angular rows
+    times ``orientation_weight``), and into ``v`` (:class:`SolverViews`): ``e`` = the
+    clamped, weighted error times the gain, ``err_pos`` [m], ``err_rot`` [rad], ClampMag's
+    bound per effector ``dmax`` (Buss sec. 2's ``D_max``, or ``beta_i + D_max`` with the
+    adaptive clamp, infinite after a target jump), ``prev_dist`` and
+    ``info[INFO_ERROR_CLAMPED]``.
     """
-    (P, W, dq, L, e, wm, wm2, wn, wn2, z, dq_ns, dmax, prev_dist, err_pos, err_rot, info, R3,
-     W2, active, ns_H, ns_beta) = buffer_views(IX, B)
-    work = kernels.work_views(IX, W)
     q_tree, joint_T, frame_T, points, J, tmp = work
-    model = kernels.model_views(F, IX)
-    row_frame, row_component, lower, upper = model[12], model[13], model[14], model[15]
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(targets))):
-        dq[:] = 0.0
-        return STATUS_BAD_INPUT
-    ne, m = IX[1], IX[3]
+    row_frame = model[12]
+    e, R3, active = v.e, v.R3, v.active
+    err_pos, err_rot, dmax, prev_dist = v.err_pos, v.err_rot, v.dmax, v.prev_dist
+    ne, m = frame_T.shape[0], e.shape[0]
     alternate = P[P_ALTERNATE] > 0.5
     if alternate:
         for f in range(ne):
@@ -249,14 +257,11 @@ def solve_step(F, IX, B, q, targets):
         if active[k] == 0.0:
             for r in range(m):
                 J[r, k] = 0.0
-
-    # 2. error per effector, weighted rotation rows
     mode = int(P[P_ERROR_MODE])
     w_rot = P[P_ORIENT_W]
     d_max = P[P_DMAX]
     d_rot = P[P_DMAX_ROT]
     adaptive_clamp = P[P_ADAPTIVE_CLAMP] > 0.5
-    gain = P[P_GAIN]
     error_clamped = 0.0
     r0 = 0
     for f in range(ne):
@@ -268,7 +273,7 @@ def solve_step(F, IX, B, q, targets):
         pose_error(frame_T[f], targets[f], mode, position_only, seg, R3)
         dist = np.sqrt(seg[0] * seg[0] + seg[1] * seg[1] + seg[2] * seg[2])
         err_pos[f] = dist
-        # 3. ClampMag (Buss sec. 2), adaptive per-effector bound after jumps
+        # ClampMag (Buss sec. 2), adaptive per-effector bound after jumps
         bound = d_max
         if adaptive_clamp and d_max > 0.0:
             if prev_dist[f] < 0.0:
@@ -300,67 +305,119 @@ def solve_step(F, IX, B, q, targets):
         else:
             err_rot[f] = 0.0
         r0 += dim
+    gain = P[P_GAIN]
     for r in range(m):
         e[r] *= gain
-    info[INFO_ERROR_CLAMPED] = error_clamped
+    v.info[INFO_ERROR_CLAMPED] = error_clamped
 
-    # 4. the law. The factor of J J^T + lambda_0^2 IX gives sigma_min by inverse iteration
-    # (its eigenvalues are sigma_i^2 + lambda_0^2); it is refactored only when the adaptive
-    # damping adds to lambda_0 near a singularity.
+
+@njit(cache=True, nogil=True, inline='always')
+def damping(P, J, v):
+    """
+    Step 4a: the damping ``lambda^2`` the law uses, and ``sigma_min`` (-1 when not needed).
+
+    The laws that need it (DLS, DLS via SVD, adaptive damping, a nullspace term) get the
+    factor ``L`` of ``J J^T + lambda_0^2 I`` and ``sigma_min`` from it by inverse iteration
+    (its eigenvalues are ``sigma_i^2 + lambda_0^2``: :func:`laws.smallest_singular_value`);
+    with adaptive damping (:func:`laws.adaptive_damping`) ``L`` is refactored only when it
+    adds to ``lambda_0`` near a singularity. Writes ``info[INFO_SIGMA_MIN]`` and
+    ``info[INFO_LAMBDA2]``.
+    """
     method = int(P[P_METHOD])
-    c_gain = P[P_CENTERING]
-    m_gain = P[P_MANIP]
     lam2 = P[P_LAMBDA0] * P[P_LAMBDA0]
     sigma_min = -1.0
-    if (method == _DLS or method == _DLS_SVD or P[P_ADAPTIVE] > 0.5 or c_gain > 0.0
-            or m_gain > 0.0):
-        lam2 = laws.dls_factor(J, max(lam2, 1e-12), L)
-        sigma_min = laws.smallest_singular_value(L, lam2, SIGMA_ITERATIONS, wm, wm2)
+    if (method == _DLS or method == _DLS_SVD or P[P_ADAPTIVE] > 0.5 or P[P_CENTERING] > 0.0
+            or P[P_MANIP] > 0.0):
+        lam2 = laws.dls_factor(J, max(lam2, 1e-12), v.L)
+        sigma_min = laws.smallest_singular_value(v.L, lam2, SIGMA_ITERATIONS, v.wm, v.wm2)
     if P[P_ADAPTIVE] > 0.5:
         lam2_adaptive = laws.adaptive_damping(sigma_min, P[P_LAMBDA0], P[P_LAMBDA_MAX],
                                               P[P_EPSILON])
         if lam2_adaptive > lam2:
-            lam2 = laws.dls_factor(J, lam2_adaptive, L)
+            lam2 = laws.dls_factor(J, lam2_adaptive, v.L)
+    v.info[INFO_SIGMA_MIN] = sigma_min
+    v.info[INFO_LAMBDA2] = lam2
+    return lam2
+
+
+@njit(cache=True, nogil=True, inline='always')
+def apply_law(P, J, lam2, v):
+    """Step 4b: ``dq`` from ``e`` by the configured law (:mod:`ik_control.ik.laws`)."""
+    method = int(P[P_METHOD])
     if method == _T:
-        laws.transpose_step(J, e, dq, wm)
+        laws.transpose_step(J, v.e, v.dq, v.wm)
     elif method == _PINV:
-        laws.pseudoinverse_step(J, e, P[P_PINV_THRESHOLD], dq)
+        laws.pseudoinverse_step(J, v.e, P[P_PINV_THRESHOLD], v.dq)
     elif method == _DLS_SVD:
-        laws.dls_svd_step(J, e, lam2, dq)
+        laws.dls_svd_step(J, v.e, lam2, v.dq)
     elif method == _SDLS:
-        laws.sdls_step(J, e, P[P_GAMMA_MAX], dq)
+        laws.sdls_step(J, v.e, P[P_GAMMA_MAX], v.dq)
     else:
-        laws.dls_apply(J, L, e, dq, wm)
-    info[INFO_SIGMA_MIN] = sigma_min
-    info[INFO_LAMBDA2] = lam2
+        laws.dls_apply(J, v.L, v.e, v.dq, v.wm)
 
-    # 5. nullspace term, SAM eq. (16)-(18)
-    if c_gain > 0.0 or m_gain > 0.0:
-        nq = q.shape[0]
-        for i in range(nq):
-            z[i] = 0.0
-        if c_gain > 0.0:
-            nullspace.joint_centering_gradient(q, lower, upper, wn)
-            for i in range(nq):
-                z[i] -= c_gain * wn[i]
-        if m_gain > 0.0:
-            # row weights used for J: 1 for linear rows, w_rot for angular rows
-            for r in range(m):
-                wm2[r] = w_rot if row_component[r] >= 3 else 1.0
-            _manipulability_gradient(F, IX, W2, q, wm2, wn, L)
-            for i in range(nq):
-                z[i] += m_gain * wn[i]
-        for i in range(nq):
-            z[i] *= active[i]
-        nullspace.project_nullspace(J, z, dq_ns, ns_H, ns_beta)
-        for i in range(nq):
-            dq[i] += dq_ns[i]
 
-    # 6. ClampMaxAbs on the joint change
-    info[INFO_STEP_CLAMPED] = 0.0
-    if P[P_MAX_STEP] > 0.0:
-        if laws.clamp_max_abs(dq, P[P_MAX_STEP]):
-            info[INFO_STEP_CLAMPED] = 1.0
+@njit(cache=True, nogil=True, inline='always')
+def add_nullspace_term(F, IX, P, model, J, v, q):
+    """
+    Step 5: ``dq += (I - J^+ J) z``, SAM eq. (16), through the exact projector.
+
+    ``z`` is ``-centering_gain`` times the joint-centering gradient (SAM eq. 17-18) plus
+    ``manipulability_gain`` times the manipulability gradient, zero for inactive joints.
+    """
+    c_gain = P[P_CENTERING]
+    m_gain = P[P_MANIP]
+    if not (c_gain > 0.0 or m_gain > 0.0):
+        return
+    z, wn = v.z, v.wn
+    nq = q.shape[0]
+    for i in range(nq):
+        z[i] = 0.0
+    if c_gain > 0.0:
+        nullspace.joint_centering_gradient(q, model[14], model[15], wn)
+        for i in range(nq):
+            z[i] -= c_gain * wn[i]
+    if m_gain > 0.0:
+        # row weights used for J: 1 for linear rows, w_rot for angular rows
+        row_component, w_rot, wm2 = model[13], P[P_ORIENT_W], v.wm2
+        for r in range(wm2.shape[0]):
+            wm2[r] = w_rot if row_component[r] >= 3 else 1.0
+        _manipulability_gradient(F, IX, v.W2, q, wm2, wn, v.L)
+        for i in range(nq):
+            z[i] += m_gain * wn[i]
+    for i in range(nq):
+        z[i] *= v.active[i]
+    nullspace.project_nullspace(J, z, v.dq_ns, v.H, v.beta)
+    for i in range(nq):
+        v.dq[i] += v.dq_ns[i]
+
+
+@njit(cache=True, nogil=True)
+def solve_step(F, IX, B, q, targets):
+    """
+    One velocity-IK update (module docstring) into the ``dq`` view of ``B``.
+
+    ``F``, ``IX``: the packed model; ``B``: the solver buffer (:func:`buffer_views`) holding
+    the configuration, workspaces and result. ``targets`` is (end effectors, 4, 4) in the
+    base frame; position-only effectors use its translation. ``prev_dist < 0`` marks a
+    target jump for the adaptive clamp. Returns ``STATUS_OK``, or ``STATUS_BAD_INPUT``
+    (with ``dq`` zeroed) when ``q`` or ``targets`` holds NaN or infinite values.
+    """
+    v = buffer_views(IX, B)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(targets))):
+        v.dq[:] = 0.0
+        return STATUS_BAD_INPUT
+    P = v.P
+    model = kernels.model_views(F, IX)
+    work = kernels.work_views(IX, v.W)
+    J = work[4]
+    task_error(P, model, work, v, q, targets)
+    lam2 = damping(P, J, v)
+    apply_law(P, J, lam2, v)
+    add_nullspace_term(F, IX, P, model, J, v, q)
+    # 6. ClampMaxAbs on the joint change (Buss sec. 8)
+    v.info[INFO_STEP_CLAMPED] = 0.0
+    if P[P_MAX_STEP] > 0.0 and laws.clamp_max_abs(v.dq, P[P_MAX_STEP]):
+        v.info[INFO_STEP_CLAMPED] = 1.0
     return STATUS_OK
 
 
@@ -375,10 +432,10 @@ class VelocitySolver:
     def __init__(self, model, config=None):
         self.model = model
         self.B = np.zeros(buffer_size(model.packed_i))
-        views = buffer_views(model.packed_i, self.B)
-        self.P, W, self.dq = views[0:3]
-        self.dmax, self.prev_dist, self.err_pos, self.err_rot, self.info = views[11:16]
-        self.active = views[18]
+        v = buffer_views(model.packed_i, self.B)
+        self.P, W, self.dq, self.active = v.P, v.W, v.dq, v.active
+        self.dmax, self.prev_dist, self.err_pos, self.err_rot, self.info = (
+            v.dmax, v.prev_dist, v.err_pos, v.err_rot, v.info)
         self.active[:] = 1.0
         self.ws = model.workspace(W)
         self._q_shape = (model.nq,)

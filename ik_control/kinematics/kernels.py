@@ -34,6 +34,7 @@ Controlled joints map to tree joints through ``ctrl_index``/``multiplier``/``off
 so that ``J_ctrl[:, k] = sum_j multiplier[j] * J_tree[:, j]`` over ``ctrl_index[j] == k``.
 """
 
+from ik_control.kinematics import buffers
 from numba import njit
 import numpy as np
 
@@ -218,41 +219,26 @@ def pack_model(parent, placement, axis, kind, ctrl_index, multiplier, offset, q_
     return F, IX
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def model_views(F, IX):
     """Return views of the packed model (the kernels' arguments), see :func:`pack_model`."""
     nt, ne, nq, m = IX[0], IX[1], IX[2], IX[3]
-    blocks = nt + ne + 1
-    transforms = F[0:blocks * 16].reshape((blocks, 4, 4))
-    placement = transforms[0:nt]
-    frame_placement = transforms[nt:nt + ne]
-    base_inv = transforms[nt + ne:blocks]
-    o = blocks * 16
-    axis = F[o:o + nt * 3].reshape((nt, 3))
-    o += nt * 3
-    multiplier = F[o:o + nt]
-    o += nt
-    offset = F[o:o + nt]
-    o += nt
-    q_locked = F[o:o + nt]
-    o += nt
-    lower = F[o:o + nq]
-    o += nq
-    upper = F[o:o + nq]
-    k = HEADER
-    parent = IX[k:k + nt]
-    k += nt
-    kind = IX[k:k + nt]
-    k += nt
-    ctrl_index = IX[k:k + nt]
-    k += nt
-    frame_joint = IX[k:k + ne]
-    k += ne
-    support = IX[k:k + ne * nt].reshape((ne, nt))
-    k += ne * nt
-    row_frame = IX[k:k + m]
-    k += m
-    row_component = IX[k:k + m]
+    placement, o = buffers.matrices(F, 0, nt, 4, 4)
+    frame_placement, o = buffers.matrices(F, o, ne, 4, 4)
+    base_inv, o = buffers.matrices(F, o, 1, 4, 4)
+    axis, o = buffers.matrix(F, o, nt, 3)
+    multiplier, o = buffers.vector(F, o, nt)
+    offset, o = buffers.vector(F, o, nt)
+    q_locked, o = buffers.vector(F, o, nt)
+    lower, o = buffers.vector(F, o, nq)
+    upper, o = buffers.vector(F, o, nq)
+    parent, k = buffers.vector(IX, HEADER, nt)
+    kind, k = buffers.vector(IX, k, nt)
+    ctrl_index, k = buffers.vector(IX, k, nt)
+    frame_joint, k = buffers.vector(IX, k, ne)
+    support, k = buffers.matrix(IX, k, ne, nt)
+    row_frame, k = buffers.vector(IX, k, m)
+    row_component, k = buffers.vector(IX, k, m)
     return (placement, axis, multiplier, offset, q_locked, frame_placement, base_inv, parent,
             kind, ctrl_index, frame_joint, support, row_frame, row_component, lower, upper)
 
@@ -264,21 +250,16 @@ def work_size(IX):
     return (nt + ne + 2) * 16 + nt + ne * 3 + m * nq
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def work_views(IX, W):
     """Return views of the work buffer: q_tree, joint_T, frame_T, points, J, tmp."""
     nt, ne, nq, m = IX[0], IX[1], IX[2], IX[3]
-    blocks = nt + ne + 2
-    transforms = W[0:blocks * 16].reshape((blocks, 4, 4))
-    joint_T = transforms[0:nt]
-    frame_T = transforms[nt:nt + ne]
-    tmp = transforms[nt + ne:blocks]
-    o = blocks * 16
-    q_tree = W[o:o + nt]
-    o += nt
-    points = W[o:o + ne * 3].reshape((ne, 3))
-    o += ne * 3
-    J = W[o:o + m * nq].reshape((m, nq))
+    joint_T, o = buffers.matrices(W, 0, nt, 4, 4)
+    frame_T, o = buffers.matrices(W, o, ne, 4, 4)
+    tmp, o = buffers.matrices(W, o, 2, 4, 4)
+    q_tree, o = buffers.vector(W, o, nt)
+    points, o = buffers.matrix(W, o, ne, 3)
+    J, o = buffers.matrix(W, o, m, nq)
     return q_tree, joint_T, frame_T, points, J, tmp
 
 
