@@ -54,14 +54,13 @@ from typing import NamedTuple
 from ik_control.control import classical_mode, constrained_motion
 from ik_control.control import limits as limits_mod
 from ik_control.control.command_window import CommandWindow, sample_points, TIME_RESOLUTION
-from ik_control.control.fallback import HANDBACK, IkFallback, MAX_TRIES, STRATEGIES
+from ik_control.control.fallback import IkFallback, MAX_TRIES, STRATEGIES
 from ik_control.control.goal_set import GoalSet, MODE_MOTION, MODE_POSE, MODE_TWIST, SETTLING
 from ik_control.control.goal_state import Event
 from ik_control.control.joint_goal import JointGoal
 from ik_control.control.robot_link import (CONFIRM_SAMPLES, JOIN_DONE, join_velocity,
                                            LinkState, PlausibilityFilter)
 from ik_control.control.status import Status
-from ik_control.ik import nullspace
 from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.pose_error import log3, pose_distance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
@@ -188,7 +187,7 @@ class ResolvedRateController:
         self.solver = VelocitySolver(model, SolverConfig())
         self.obstacles = ObstacleAvoidance(model)
         self.configure(config or ControllerConfig())
-        n, ne = self.nq, self.ne
+        n = self.nq
         self.q_meas = None
         self._v_meas = np.zeros(self.nq)  # measured velocity at a re-seed [rad/s]
         self._fresh = False
@@ -206,19 +205,7 @@ class ResolvedRateController:
         self.events = deque(maxlen=256)  # transitions for the node to log
         self.goals = GoalSet(model.end_effector_names, self.events)
         self._solver_targets = self.goals.targets.copy()
-        # position-IK fallback (fallback.py): request pending, fallbacks used, the solution
-        # being approached (joint strategy) or pulled toward (posture), for which effectors
-        self.seeking = np.zeros(ne, dtype=bool)
-        self.fallback_tries = np.zeros(ne, dtype=np.int64)
-        self.fallback_uses = 0   # fallbacks that found a solution, since start
-        self.approach = None
-        self.posture = None
-        self._fallback_for = np.zeros(ne, dtype=bool)
         self._meas_ws = model.workspace()
-        self._ns_H = np.zeros((n, model.task_dim))
-        self._ns_beta = np.zeros(model.task_dim)
-        self._posture_z = np.zeros(n)
-        self._posture_dq = np.zeros(n)
         self.status = _NO_STATE
         self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
@@ -294,15 +281,13 @@ class ResolvedRateController:
         self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
         self.dt = 1.0 / config.rate_hz
         self.lead = max(config.max_expected_latency, self.dt)
-        old = getattr(self, 'fallback', None)
-        if (old is None or old.ik.margin != config.position_margin
-                or (self.config.goal_position_tolerance, self.config.goal_orientation_tolerance)
-                != (config.goal_position_tolerance, config.goal_orientation_tolerance)):
-            self.fallback = IkFallback(model, config.position_margin,
-                                       config.goal_position_tolerance,
-                                       config.goal_orientation_tolerance,
-                                       config.fallback_time_budget,
-                                       None if old is None else old.executor)
+        tolerances = (config.position_margin, config.goal_position_tolerance,
+                      config.goal_orientation_tolerance)
+        if self.config is None:
+            self.fallback = IkFallback(model, *tolerances)
+        elif (self.fallback.ik.margin, self.config.goal_position_tolerance,
+              self.config.goal_orientation_tolerance) != tolerances:
+            self.fallback.reconfigure(*tolerances)
         self.fallback.time_budget = config.fallback_time_budget
         self._state_lo = model.lower - STATE_LIMIT_TOLERANCE
         self._state_hi = model.upper + STATE_LIMIT_TOLERANCE
@@ -726,8 +711,9 @@ class ResolvedRateController:
             dq = self._solve_within_bounds()
             if self.ik_mode is not None:  # ik_method ccd, hal or analytic: its joint step
                 dq = self.ik_mode.joint_step(self, dq)
-            if self.posture is not None:
-                dq = self._add_posture(dq)
+            if self.fallback.posture is not None:  # posture strategy: dq + N K dt (q* - q)
+                dq = dq + self.fallback.posture_step(self.solver.J, self.q_cmd,
+                                                     cfg.gain * self.dt, self.solver.active)
             if self.obstacles.radii.size:
                 ws = self.solver.ws
                 dq, clearance = self.obstacles.step(
@@ -736,7 +722,7 @@ class ResolvedRateController:
                 if clearance < self.obstacles.influence:
                     status |= _OBSTACLE_NEAR
             np.multiply(dq, cfg.rate_hz, out=self._v_des)
-            if self.approach is not None:
+            if self.fallback.approach is not None:
                 self._approach_velocity(now)
             info = self.solver.info
             if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
@@ -949,8 +935,9 @@ class ResolvedRateController:
         ``MAX_TRIES`` (or with ``fallback_strategy: off``), is unreachable (:meth:`_park`).
         """
         cfg, goals, solver = self.config, self.goals, self.solver
-        if self.approach is not None:  # the joint-space approach is progress
-            goals.best_time[self._fallback_for] = now
+        fallback = self.fallback
+        if fallback.approach is not None:  # the joint-space approach is progress
+            goals.best_time[fallback.serving] = now
         flags = goals.judge(solver.err_pos, solver.err_rot, cfg.goal_position_tolerance,
                             cfg.goal_orientation_tolerance, velocities, now,
                             cfg.unreachable_time)
@@ -961,9 +948,9 @@ class ResolvedRateController:
         if goals.reached.any():
             self._confirm_measured()
         if flags:
-            stuck = goals.stuck & ~self.seeking  # a pending solve decides those
-            retry = ((stuck | goals.slow) & ~self.seeking
-                     & (self.fallback_tries < MAX_TRIES))
+            stuck = goals.stuck & ~fallback.seeking  # a pending solve decides those
+            retry = ((stuck | goals.slow) & ~fallback.seeking
+                     & (fallback.tries < MAX_TRIES))
             if cfg.fallback_strategy != 'off' and retry.any():
                 self._request_fallback(now, retry)
                 stuck &= ~retry
@@ -972,8 +959,8 @@ class ResolvedRateController:
                        if cfg.fallback_strategy != 'off' else 'no progress (fallback off)')
                 self._park(stuck, f'{why} for {cfg.unreachable_time:g} s')
         done = goals.reached | goals.parked
-        if self.posture is not None and done[self._fallback_for].all():
-            self._end_fallback(np.flatnonzero(self._fallback_for)[0])
+        if fallback.posture is not None and done[fallback.serving].all():
+            self._end_fallback(np.flatnonzero(fallback.serving)[0])
         goals.transitions(solver.err_pos, solver.err_rot)
         return _TARGET_UNREACHABLE if goals.parked.any() else _NONE
 
@@ -991,20 +978,15 @@ class ResolvedRateController:
 
     def _park(self, which, reason):
         """Goals of effectors ``which`` (bool mask) are unreachable: hold the closest pose."""
-        if self._fallback_for[which].any():
-            self._end_fallback(np.flatnonzero(which & self._fallback_for)[0])
+        if self.fallback.serving[which].any():
+            self._end_fallback(np.flatnonzero(which & self.fallback.serving)[0])
         frame_T, goal = self.solver.frame_T, self.goals.goal
         self.goals.park(which, reason, frame_T, lambda i: pose_distance(frame_T[i], goal[i]))
 
     def _request_fallback(self, now, which):
         """Ask the position IK for every effector's target at once (module fallback.py)."""
-        which = which | self.seeking
-        self.seeking |= which
-        self.fallback_tries[which] += 1
+        which = self.fallback.ask(which, self.goals.targets, self.q_cmd, self.goals.ids)
         self.goals.best_time[which] = now
-        ids = self.goals.ids
-        self.fallback.request((ids.copy(), which.copy()), self.goals.targets, self.q_cmd,
-                              seed=int(ids.sum()))
         names = [self.model.end_effector_names[i] for i in np.flatnonzero(which)]
         self._event('fallback', 'info',
                     f'no progress to the goal of {names} (error '
@@ -1014,61 +996,39 @@ class ResolvedRateController:
 
     def _poll_fallback(self, now):
         """Take a finished position-IK solve: approach its solution, or park the goals."""
-        done = self.fallback.poll()
+        done = self.fallback.take(self.goals.ids, self.config.fallback_strategy)
         if done is None:
             return
-        (goal_ids, which), result = done
-        self.seeking[which] = False
-        if not np.array_equal(goal_ids[which], self.goals.ids[which]):
-            return  # those goals were replaced meanwhile
+        which, result = done
         if not result.success:
             self._park(which, f'the position IK found no solution in '
                        f'{1e3 * self.fallback.time_budget:.3g} ms of CPU (best '
                        f'{result.position_error:.3g} m, {result.rotation_error:.3g} rad)')
             return
-        self.fallback_uses += 1
-        self._fallback_for[:] = which
         self.goals.restart_progress(which, now)
-        if self.config.fallback_strategy == 'joint':
-            self.approach = result.q
-        else:
-            self.posture = result.q
         self._event('fallback_found', 'info',
                     f'position IK solution in {1e3 * result.seconds:.3g} ms (error '
                     f'{result.position_error:.2g} m): '
-                    + ('joint-space approach, then Cartesian tracking' if self.approach
-                       is not None else 'pulled toward it in the nullspace'))
+                    + ('joint-space approach, then Cartesian tracking'
+                       if self.fallback.approach is not None
+                       else 'pulled toward it in the nullspace'))
 
     def _approach_velocity(self, now):
         """Joint strategy: desired velocity toward the IK's solution; hand back when near."""
-        if np.max(np.abs(self.approach - self.q_cmd)) < HANDBACK:
-            which = self._fallback_for.copy()
+        fallback = self.fallback
+        if fallback.approach_done(self.q_cmd):
+            which = fallback.serving.copy()
             self._end_fallback(np.flatnonzero(which)[0])
             self.goals.restart_progress(which, now)
             self._event('fallback_handback', 'info', 'joint-space approach done: Cartesian '
                         'tracking from here')
             return
-        join_velocity(self.q_cmd, self.approach, self.v_max, self.a_max, self._v_des)
-
-    def _add_posture(self, dq):
-        """Posture strategy: ``dq + N K dt (q* - q)``, ``N`` the exact task nullspace."""
-        z = self._posture_z
-        np.subtract(self.posture, self.q_cmd, out=z)
-        z *= self.config.gain * self.dt * self.solver.active
-        nullspace.project_nullspace(self.solver.J, z, self._posture_dq, self._ns_H,
-                                    self._ns_beta)
-        return dq + self._posture_dq
+        join_velocity(self.q_cmd, fallback.approach, self.v_max, self.a_max, self._v_des)
 
     def _end_fallback(self, i):
         """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""
-        self.fallback_tries[i] = 0
+        self.fallback.end(i)
         self.goals.unreachable_reason[i] = ''
-        if self.seeking[i]:
-            self.fallback.cancel()
-            self.seeking[:] = False
-        if self._fallback_for[i]:
-            self.approach = self.posture = None
-            self._fallback_for[:] = False
 
     # ------------------------------------------------------------------ reporting
     def tracking_errors(self):
@@ -1096,6 +1056,8 @@ class ResolvedRateController:
                                   doc='Per effector: why its goal is unreachable (or empty).')
     holding = property(lambda self: self.goals.holding,
                        doc='The goals are paused by ``~/hold``.')
+    fallback_uses = property(lambda self: self.fallback.uses,
+                             doc='Position-IK fallbacks that found a solution, since start.')
 
     def sigma_min(self):
         """Smallest singular value of the weighted task Jacobian at the last tick (-1 unknown)."""

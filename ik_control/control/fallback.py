@@ -33,6 +33,7 @@ finds no solution within ``fallback.time_budget``, or when it stalls again after
 from concurrent.futures import Future
 import time
 
+from ik_control.ik import nullspace
 from ik_control.ik.position_ik import PositionIk
 import numpy as np
 
@@ -68,22 +69,115 @@ class IkFallback:
         ``submit(fn) -> Future`` (e.g. a one-thread ``ThreadPoolExecutor``); None solves
         inline, at the request.
 
+    Notes
+    -----
+    It keeps the controller's side too, per end effector: ``seeking`` (a solve is pending
+    for its goal), ``tries`` (fallbacks its goal has used), and the solution found --
+    ``approach`` (joint strategy) or ``posture`` (posture strategy) -- with ``serving``,
+    the effectors it is for; ``uses`` counts the solutions found since start.
+
     """
 
     def __init__(self, model, margin, tolerance, rotation_tolerance, time_budget=0.05,
                  executor=None):
-        self.ik = PositionIk(model, tolerance=TOLERANCE_FRACTION * tolerance,
-                             rotation_tolerance=TOLERANCE_FRACTION * rotation_tolerance,
-                             clock=time.thread_time, margin=margin)
+        self.model = model
         self.time_budget = float(time_budget)
         self.executor = executor
         self._future = None
         self._key = None
         self.requests = 0
+        ne, n, m = len(model.end_effectors), model.nq, model.task_dim
+        self.seeking = np.zeros(ne, dtype=bool)
+        self.tries = np.zeros(ne, dtype=np.int64)
+        self.serving = np.zeros(ne, dtype=bool)
+        self.uses = 0
+        self.approach = None
+        self.posture = None
+        self._z, self._dq = np.zeros(n), np.zeros(n)
+        self._H, self._beta = np.zeros((n, m)), np.zeros(m)
+        self.reconfigure(margin, tolerance, rotation_tolerance)
+
+    def reconfigure(self, margin, tolerance, rotation_tolerance):
+        """
+        Solve with a new ``position_margin`` and goal tolerances from now on.
+
+        A pending solve was for the old ones: it is dropped, and its goals may ask again.
+        """
+        self.cancel()
+        self.seeking[:] = False
+        model = self.model
+        self.ik = PositionIk(model, tolerance=TOLERANCE_FRACTION * tolerance,
+                             rotation_tolerance=TOLERANCE_FRACTION * rotation_tolerance,
+                             clock=time.thread_time, margin=margin)
         # compile (or load) the solver now: compiling holds the GIL for seconds, which a
         # first request on a worker thread would take from the control loop
         self.ik.solve(model.frame_placements(model.center), model.center, 0.0,
                       rng=np.random.default_rng(0), max_restarts=0)
+
+    # ------------------------------------------------------------------ the controller's side
+    def ask(self, which, targets, q_seed, goal_ids):
+        """
+        Ask for every effector's target at once for the stalled goals ``which`` (mask).
+
+        Goals already waiting for a solve join; ``goal_ids`` (the controller's count of
+        goals per effector) tells a result from one for replaced goals. Returns the mask
+        of the goals asked for.
+        """
+        which = which | self.seeking
+        self.seeking |= which
+        self.tries[which] += 1
+        self.request((goal_ids.copy(), which.copy()), targets, q_seed, seed=int(goal_ids.sum()))
+        return which
+
+    def take(self, goal_ids, strategy):
+        """
+        Return ``(which, IkResult)`` of a finished solve for goals not replaced since, or None.
+
+        A solution becomes the ``approach`` (``strategy`` joint) or the ``posture`` target,
+        for the effectors ``which``.
+        """
+        done = self.poll()
+        if done is None:
+            return None
+        (asked_ids, which), result = done
+        self.seeking[which] = False
+        if not np.array_equal(asked_ids[which], goal_ids[which]):
+            return None  # those goals were replaced meanwhile
+        if result.success:
+            self.uses += 1
+            self.serving[:] = which
+            if strategy == 'joint':
+                self.approach = result.q
+            else:
+                self.posture = result.q
+        return which, result
+
+    def approach_done(self, q):
+        """Whether every joint of ``q`` is within :data:`HANDBACK` of the approach's goal."""
+        return bool(np.max(np.abs(self.approach - q)) < HANDBACK)
+
+    def posture_step(self, J, q, scale, active):
+        """
+        Posture strategy's term ``N scale (q* - q)``, ``N`` the exact nullspace of ``J``.
+
+        ``scale``: the gain times the period [-]; ``active``: 0 for joints held still.
+        Returns a view the next call overwrites.
+        """
+        z = self._z
+        np.subtract(self.posture, q, out=z)
+        z *= scale * active
+        nullspace.project_nullspace(J, z, self._dq, self._H, self._beta)
+        return self._dq
+
+    def end(self, i):
+        """Effector ``i``'s goal ended or changed: drop a solve or a solution it is part of."""
+        self.tries[i] = 0
+        if self.seeking[i]:
+            self.cancel()
+            self.seeking[:] = False
+        if self.serving[i]:
+            self.approach = self.posture = None
+            self.serving[:] = False
 
     @property
     def pending(self):
