@@ -832,7 +832,7 @@ def test_velocity_scale_half_at_run_time_halves_the_robots_peak_joint_speed(wam)
 
 
 def _hand_direction(fk, messages, start, near=0.0005, far=0.003):
-    """Unit chord of the hand's path from ``near`` to ``far`` [m] of travel from ``start``."""
+    """Return the unit chord of the hand's path from ``near`` to ``far`` [m] from ``start``."""
     points = [fk.of_state(m, 'tool')[:3, 3] for m in messages]
     travel = [np.linalg.norm(p - start) for p in points]
     a = next(p for p, d in zip(points, travel) if d >= near)
@@ -894,7 +894,7 @@ def test_solver_method_set_at_run_time_changes_the_law_the_hand_follows(wam):
         assert wam.set_parameter('solver.method', 'dls').successful
         _rest_at(wam, 'tool', start)
     off = {m: _degrees(seen[m], predicted[m]) for m in seen}
-    print(f'hand direction off the law\'s prediction [deg]: {off}; transpose off d: '
+    print(f"hand direction off the law's prediction [deg]: {off}; transpose off d: "
           f'{_degrees(seen["transpose"], d):.1f}')
     assert off['dls'] < 3.0 and off['transpose'] < 3.0, off
 
