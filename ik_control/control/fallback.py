@@ -194,9 +194,12 @@ class IkFallback:
         targets = np.array(targets, dtype=float)
         q_seed = np.array(q_seed, dtype=float)
         rng = np.random.default_rng(seed)
+        # the solver of this request: a reconfigure meanwhile builds a new one, which a
+        # job still queued must not share with the control thread's warm-up solve
+        ik, budget = self.ik, self.time_budget
 
         def solve():
-            return self.ik.solve(targets, q_seed, self.time_budget, rng=rng)
+            return ik.solve(targets, q_seed, budget, rng=rng)
 
         self.requests += 1
         self._key = key
