@@ -58,11 +58,10 @@ from ik_control.control.fallback import IkFallback, MAX_TRIES, STRATEGIES
 from ik_control.control.goal_set import GoalSet, MODE_MOTION, MODE_POSE, MODE_TWIST, SETTLING
 from ik_control.control.goal_state import Event
 from ik_control.control.joint_goal import JointGoal
-from ik_control.control.robot_link import (CONFIRM_SAMPLES, JOIN_DONE, join_velocity,
-                                           LinkState, PlausibilityFilter)
+from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
 from ik_control.control.status import Status
 from ik_control.ik.obstacles import ObstacleAvoidance
-from ik_control.ik.pose_error import log3, pose_distance
+from ik_control.ik.pose_error import pose_distance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
                                   SolverConfig, VelocitySolver)
 from ik_control.validation import finite_vector, InputError, quaternion_to_matrix, unit_quaternion
@@ -70,9 +69,6 @@ import numpy as np
 
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
-# measured positions further outside the URDF limits are refused: a drive's overshoot
-# and sensor noise, not a sample 0.05 rad past the limit [rad or m]
-STATE_LIMIT_TOLERANCE = 0.02
 MAX_TWIST = 1e3  # twist components beyond this are refused as malformed [m/s, rad/s]
 RIGID_TOLERANCE = 1e-6  # |R^T R - I| and |det R - 1| accepted in a target matrix
 
@@ -188,10 +184,6 @@ class ResolvedRateController:
         self.obstacles = ObstacleAvoidance(model)
         self.configure(config or ControllerConfig())
         n = self.nq
-        self.q_meas = None
-        self._v_meas = np.zeros(self.nq)  # measured velocity at a re-seed [rad/s]
-        self._fresh = False
-        self.state_time = -math.inf
         self.q_cmd = np.zeros(n)
         self.v_cmd = np.zeros(n)
         self._v_des = np.zeros(n)
@@ -200,9 +192,9 @@ class ResolvedRateController:
         self.path = CommandWindow(model.lower, model.upper,
                                   capacity=int(2 * (self.lead + 0.25) * self.config.rate_hz)
                                   + 64)
-        self.state_stamp = -math.inf  # robot time of the measured state [s]
         self.initialized = False
         self.events = deque(maxlen=256)  # transitions for the node to log
+        self.robot = RobotLink(model, self.events)
         self.goals = GoalSet(model.end_effector_names, self.events)
         self._solver_targets = self.goals.targets.copy()
         self._meas_ws = model.workspace()
@@ -210,20 +202,13 @@ class ResolvedRateController:
         self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
         self._last_tick = -math.inf
-        self._reseed_time = -math.inf
         self._clock = -math.inf  # latest time seen, to notice backward clock jumps
         self.clock_jumps_back = 0  # backward clock jumps seen (module docstring)
         self.last_refusal = ''
-        self.reseeds = 0
         self.late_ticks = 0  # ticks so late that the command followed its braking tail
         self.late_time = 0.0  # how long it followed it over those ticks [s]
         self._knot_time = -math.inf  # when the last tick's knot is [s]
-        self.implausible_states = 0  # measured states refused as impossible motion
-        self.link = LinkState.NO_STATE
-        self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
-        self.plausibility = PlausibilityFilter(model.velocity_limit)
         self._at_bound = False  # JOINT_BOUND at the last tick
-        self._name_cache = (None, None)
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
         self._compile()
 
@@ -244,7 +229,6 @@ class ResolvedRateController:
         GoalSet(self.model.end_effector_names, deque()).judge(
             self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
         self.solver.reset_targets()
-        self._rot = np.zeros(3)
 
     # ------------------------------------------------------------------ configuration
     def configure(self, config):
@@ -289,8 +273,6 @@ class ResolvedRateController:
               self.config.goal_orientation_tolerance) != tolerances:
             self.fallback.reconfigure(*tolerances)
         self.fallback.time_budget = config.fallback_time_budget
-        self._state_lo = model.lower - STATE_LIMIT_TOLERANCE
-        self._state_hi = model.upper + STATE_LIMIT_TOLERANCE
         self.config = config
 
     # ------------------------------------------------------------------ inputs
@@ -301,13 +283,10 @@ class ResolvedRateController:
             self.clock_jumps_back += 1
             self._event('clock_jump', 'warn', f'the clock jumped back {-jump:.6g} s: the '
                         'times kept (state, twists, committed path) are moved with it')
-            self.state_time += jump
             self._bad_input_time += jump
             self._last_tick += jump
-            self._reseed_time += jump
+            self.robot.shift(jump)
             self.goals.shift(jump)
-            self.state_stamp += jump
-            self.plausibility.shift(jump)
             if not self.path.empty:
                 self.path.shift(jump)
         self._clock = now
@@ -326,50 +305,20 @@ class ResolvedRateController:
         more than a second away from ``now``): they are compared with the committed path
         at that time.
 
-        Raises :class:`InputError` for mismatched lengths, duplicate names, missing
-        controlled joints, non-finite values or positions more than
-        ``STATE_LIMIT_TOLERANCE`` outside the joint limits (a wrong joint mapping or a
-        sensor fault: commanding from there would be unsafe); the previous state is kept.
-        A well-formed sample the robot cannot have produced (faster than its joints:
-        :class:`~ik_control.control.robot_link.PlausibilityFilter`) is refused too, as bad
-        input (``BAD_INPUT``, :attr:`last_refusal`, :attr:`implausible_states`), without
-        an exception: returns False. Returns True for a sample taken.
+        Raises :class:`InputError` for a malformed sample
+        (:meth:`~ik_control.control.robot_link.RobotLink.positions`); the previous state
+        is kept. A well-formed sample the robot cannot have produced (faster than its
+        joints: :class:`~ik_control.control.robot_link.PlausibilityFilter`) is refused
+        too, as bad input (``BAD_INPUT``, :attr:`last_refusal`,
+        :attr:`implausible_states`), without an exception: returns False. Returns True for
+        a sample taken.
         """
-        names = tuple(names)
-        if len(names) != len(positions):
-            raise InputError(f'joint_states has {len(names)} names but {len(positions)} '
-                             'positions')
-        cached_names, index = self._name_cache
-        if names != cached_names:
-            lookup = {}
-            for i, name in enumerate(names):
-                if name in lookup:
-                    raise InputError(f"joint_states names joint '{name}' twice")
-                lookup[name] = i
-            missing = [n for n in self.model.joint_names if n not in lookup]
-            if missing:
-                raise InputError(f'joint_states lacks controlled joints {missing}')
-            index = np.array([lookup[n] for n in self.model.joint_names], dtype=np.int64)
-            self._name_cache = (names, index)
-        q = np.asarray(positions, dtype=float)[index]
-        if not (np.all(q >= self._state_lo) and np.all(q <= self._state_hi)):  # NaN fails too
-            if not np.all(np.isfinite(q)):
-                raise InputError('joint_states positions contain NaN or infinite values')
-            i = int(np.argmax(np.maximum(self._state_lo - q, q - self._state_hi)))
-            raise InputError(f"joint_states puts joint '{self.model.joint_names[i]}' at "
-                             f'{q[i]:.6g}, more than {STATE_LIMIT_TOLERANCE} outside its '
-                             f'limits [{self.model.lower[i]:.6g}, {self.model.upper[i]:.6g}]')
+        q = self.robot.positions(names, positions)
         self._observe_clock(now)
-        measured = now if stamp is None or not abs(now - stamp) < 1.0 else stamp
-        reason = self.plausibility.check(measured, q)
+        reason = self.robot.take(q, now, stamp)
         if reason:
-            self.implausible_states += 1
             self.refuse(now, f'joint_states: {reason}')
             return False
-        self.q_meas = q
-        self.state_time = now
-        self.state_stamp = measured
-        self._fresh = True
         return True
 
     def end_effector_index(self, frame):
@@ -561,9 +510,9 @@ class ResolvedRateController:
 
     # ------------------------------------------------------------------ the tick
     def _initialize(self, now):
-        self.q_cmd[:] = self.q_meas
+        self.q_cmd[:] = self.robot.q
         self.v_cmd[:] = 0.0
-        self.path.reset(now, self.q_meas, self.v_cmd, self.a_max, self.config.position_margin)
+        self.path.reset(now, self.robot.q, self.v_cmd, self.a_max, self.config.position_margin)
         # effectors without a pose goal hold (or integrate twists from) where they are; a
         # pose goal sent before the first state is kept
         self.solver.ws.update(self.q_cmd, jacobian=False)
@@ -572,67 +521,22 @@ class ResolvedRateController:
         self.solver.reset_targets()
         self.initialized = True
 
-    def _advance_twists(self, now):
+    def _aim(self, now):
         """
-        Integrate the virtual targets of effectors in velocity mode; feed-forward target.
+        Aim the solver this tick (:meth:`GoalSet.aim`); return the status bits it sets.
 
-        Effectors following a motion get its sample and twist (:meth:`_advance_motion`).
-
-        The virtual target moves with the time actually elapsed since the last tick (at
-        most ``MAX_TWIST_STEP``), so a late tick does not slow the commanded twist.
+        Virtual targets move with the time actually elapsed since the last tick (at most
+        ``MAX_TWIST_STEP``), so a late tick does not slow the commanded twist; a moving
+        goal's weight of the secondary goals scales the obstacle avoidance (SAM sec. V).
         """
         dt = min(max(now - self._last_tick, 0.0), MAX_TWIST_STEP)
         self._last_tick = now
-        k = self.config.gain
-        goals = self.goals
-        self._solver_targets[:] = goals.targets
-        status = _NONE
-        for i in np.flatnonzero(goals.mode == MODE_TWIST):
-            if now - goals.twist_time[i] > self.config.twist_timeout:
-                if np.any(goals.twist[i]):
-                    goals.twist[i] = 0.0
-                status |= _TWIST_TIMEOUT
-            v, w = goals.twist[i, :3], goals.twist[i, 3:]
-            T = goals.targets[i]
-            T[:3, 3] += v * dt
-            T[:3, :3] = _exp3(w * dt) @ T[:3, :3]
-            # keep the virtual target within the clamp distance of the effector
-            actual = self.solver.frame_T[i, :3, 3]
-            offset = T[:3, 3] - actual
-            bound = 2.0 * max(self.config.solver.clamp_error, 1e-3)
-            dist = np.linalg.norm(offset)
-            if dist > bound:
-                T[:3, 3] = actual + offset * (bound / dist)
-            S = self._solver_targets[i]
-            S[:3, 3] = T[:3, 3] + v / k
-            S[:3, :3] = _exp3(w / k) @ T[:3, :3]
-        self.obstacles.gain = self.config.obstacle_gain  # unless a motion's priorities say
-        for i in np.flatnonzero(goals.mode == MODE_MOTION):
-            self._advance_motion(i, now)
-        return status
-
-    def _advance_motion(self, i, now):
-        """Target of a moving goal at the knot being committed (:meth:`follow_motion`)."""
-        motion, start = self.goals.motions[i]
-        t = now + self.lead - start
-        T = self.goals.targets[i]
-        if t >= motion.end_time:  # played out: its last pose is a pose goal
-            self.goals.motion_played_out(i, now)
-            self._solver_targets[i] = T
-            return
-        weights = getattr(motion, 'weights', None)
-        w = weights(t) if weights is not None else {}
-        # SAM sec. V: the secondary goal's weight over time scales the obstacle avoidance
-        self.obstacles.gain = self.config.obstacle_gain * w.get('secondary', 1.0)
-        T[:] = motion.sample(t)
-        twist = motion.twist(t)
-        k = self.config.gain
-        S = self._solver_targets[i]
-        S[:3, 3] = T[:3, 3] + twist[:3] / k
-        S[:3, :3] = _exp3(twist[3:] / k) @ T[:3, :3]
-        primary = w.get('primary', 1.0)
-        if primary != 1.0:
-            _toward(self.solver.frame_T[i], S, primary, self._rot)
+        cfg = self.config
+        timed_out, secondary = self.goals.aim(
+            now, dt, cfg.gain, cfg.twist_timeout, 2.0 * max(cfg.solver.clamp_error, 1e-3),
+            self.solver.frame_T, self.lead, self._solver_targets)
+        self.obstacles.gain = cfg.obstacle_gain * secondary
+        return _TWIST_TIMEOUT if timed_out else _NONE
 
     def update(self, now):
         """
@@ -643,21 +547,21 @@ class ResolvedRateController:
         :mod:`~ik_control.control.command_window`); after joint states go stale, once, the
         path cut short to brake from ``now``; None while there is nothing to command.
         """
-        cfg = self.config
+        cfg, robot = self.config, self.robot
         status = _NONE
         self._observe_clock(now)
         if now - self._bad_input_time < 1.0:
             status |= _BAD_INPUT
-        if self.q_meas is None:
+        if robot.q is None:
             self.status = status | _NO_STATE
             return None
-        if now - self.state_time > cfg.joint_state_timeout:
+        if now - robot.time > cfg.joint_state_timeout:
             self.status = status | _STALE_STATE
-            stopped = self.link == LinkState.STALE
+            stopped = robot.state == LinkState.STALE
             if not stopped:
-                self.link = LinkState.STALE
+                robot.state = LinkState.STALE
                 self._event('state_lost', 'warn',
-                            f'joint_states lost (none for {now - self.state_time:.3g} s): '
+                            f'joint_states lost (none for {now - robot.time:.3g} s): '
                             'stopping the arm')
             if not self.initialized or stopped:
                 return None
@@ -665,17 +569,18 @@ class ResolvedRateController:
         path = self.path
         if not self.initialized:
             self._initialize(now)
-            self._event('state_regained' if self.link == LinkState.STALE else 'state_first',
+            self._event('state_regained' if robot.state == LinkState.STALE else 'state_first',
                         'info', 'joint_states received: commanding from the measured state')
-            self.link = LinkState.TRACKING
-        elif self.link == LinkState.STALE and not (self._fresh and self._follow_link(now)):
-            # not yet believed elsewhere after the gap: still stopped
-            self._fresh = False
+            robot.state = LinkState.TRACKING
+        elif robot.fresh:
+            stale = robot.state == LinkState.STALE
+            if robot.follow(path, now, cfg.reseed_tolerance, self.v_max, self.a_max,
+                            cfg.position_margin) and stale:
+                self.goals.best_time[:] = now  # the pause is no lack of progress
+        robot.fresh = False
+        if robot.state == LinkState.STALE:  # not yet believed elsewhere after the gap
             self.status = status | _STALE_STATE
             return None
-        elif self._fresh:
-            self._follow_link(now)
-        self._fresh = False
         # the stamp-zero, one-point format (lead of one period) sends no braking tail
         last = path.last_time
         due = now + self.lead - last
@@ -691,13 +596,13 @@ class ResolvedRateController:
                                           self.a_max)
         self.q_cmd[:] = q_start
         self.v_cmd[:] = v_start
-        joining = self.link == LinkState.JOINING
+        joining = robot.state == LinkState.JOINING
         holding = self.goals.holding
         if joining or holding:
             # joining the measurement comes first: the command must meet the robot
             status |= _HOLDING if holding else _NONE
             if joining:
-                join_velocity(self.q_cmd, self.q_meas, self.v_max, self.a_max, self._v_des)
+                join_velocity(self.q_cmd, robot.q, self.v_max, self.a_max, self._v_des)
             else:
                 self._v_des[:] = 0.0
             self.solver.ws.update(self.q_cmd, jacobian=False)
@@ -705,7 +610,7 @@ class ResolvedRateController:
         elif self.joint_goal is not None:
             status |= self._follow_joint_goal(now + self.lead)
         else:
-            status |= self._advance_twists(now)
+            status |= self._aim(now)
             if self.fallback.pending:
                 self._poll_fallback(now)
             dq = self._solve_within_bounds()
@@ -729,7 +634,7 @@ class ResolvedRateController:
                 status |= _NEAR_SINGULARITY
             if info[INFO_ERROR_CLAMPED] > 0:
                 status |= _ERROR_CLAMPED
-        if joining or now - self._reseed_time < 1.0:
+        if joining or now - robot.reseed_time < 1.0:
             status |= _RESEEDED
         if self.constrained is not None and not joining and self.joint_goal is None:
             self.constrained.apply(self, h, task=not holding)  # Welman's constraints
@@ -783,83 +688,6 @@ class ResolvedRateController:
             self._event('late_tick', 'warn',
                         f'control tick late: the command followed {lost * 1e3:.3g} ms of its '
                         'braking tail (the robot may have); the motion slows down')
-
-    def _follow_link(self, now):
-        """
-        Apply the re-seed rule to a fresh believed measurement (module :mod:`.robot_link`).
-
-        STALE: the stream had stopped; restart from the measured state, at rest (a
-        re-seed when it is further than ``reseed_tolerance`` from where the path stopped,
-        once ``CONFIRM_SAMPLES`` samples agree), unless the stop is still under way and
-        the robot on it: then the path goes on. Returns False while still STALE.
-        TRACKING: a measurement further than that from the path at its stamp is a
-        re-seed: the path restarts at the measured position and velocity when the stream
-        is continuous (the robot could not follow), or a join starts (``JOINING``) after a
-        jump in the stream. JOINING: back to TRACKING once within ``JOIN_DONE`` of it.
-        """
-        cfg, path = self.config, self.path
-        q_path, _ = path.sample(self.state_stamp)
-        gap = float(np.max(np.abs(self.q_meas - q_path)))
-        if self.link == LinkState.STALE:
-            if gap > cfg.reseed_tolerance and not self._confirmed_elsewhere():
-                return False
-            self.link = LinkState.TRACKING
-            self.goals.best_time[:] = now  # the pause is no lack of progress
-            if gap <= cfg.reseed_tolerance and np.any(path.sample(now)[1]):
-                # back before the stop ended, on the path: it goes on from there
-                self._event('state_regained', 'info', 'joint_states regained')
-                return True
-            path.reset(now, self.q_meas, np.zeros(self.nq), self.a_max, cfg.position_margin)
-            if gap > cfg.reseed_tolerance:
-                self._note_reseed(now)
-            self._event('state_regained', 'info',
-                        f'joint_states regained: the robot is {gap:.3g} rad from where the '
-                        'arm stopped; commanding from there, at rest')
-            return True
-        if self.link == LinkState.TRACKING and gap > cfg.reseed_tolerance:
-            self._note_reseed(now)
-            if self.plausibility.continuous:  # the robot's own motion: restart on it
-                v = self.plausibility.velocity(self._v_meas)
-                np.clip(v, -self.v_max, self.v_max, out=v)
-                path.reset(self.state_stamp, self.q_meas, v, self.a_max, cfg.position_margin)
-                self._event('reseed', 'warn',
-                            f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
-                            f'{cfg.reseed_tolerance:g}): re-seeded at its measured position '
-                            'and velocity')
-                return True
-            self.link = LinkState.JOINING
-            self._event('reseed', 'warn',
-                        f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
-                        f'{cfg.reseed_tolerance:g}) after a jump in joint_states: '
-                        're-seeding, joining the measured state within the limits; goals '
-                        'wait')
-        elif self.link == LinkState.JOINING and gap <= JOIN_DONE * cfg.reseed_tolerance:
-            self.link = LinkState.TRACKING
-            self._event('rejoined', 'info', f'command joined the measured state ({gap:.3g} '
-                        'rad): following goals again')
-        return True
-
-    def _confirmed_elsewhere(self):
-        """
-        Whether the robot is confirmed elsewhere after a stale gap (``CONFIRM_SAMPLES``).
-
-        After a gap the robot may have gone anywhere, so one sample could be a glitch:
-        the command restarts there once that many consecutive samples agree (each
-        plausible from the one before).
-        """
-        run = self._elsewhere
-        if run and self.plausibility.reachable(run[-1][0], run[-1][1], self.state_stamp,
-                                               self.q_meas) >= 0:
-            run.clear()
-        run.append((self.state_stamp, self.q_meas))
-        if len(run) < CONFIRM_SAMPLES:
-            return False
-        run.clear()
-        return True
-
-    def _note_reseed(self, now):
-        self.reseeds += 1
-        self._reseed_time = now
 
     def _note_bound(self):
         """Event: the limiter engaged a position bound (the joint with least room named)."""
@@ -968,7 +796,7 @@ class ResolvedRateController:
         """Keep ``goal_reached`` only where the measured pose is within tolerance too."""
         cfg = self.config
         ws = self._meas_ws
-        ws.update(self.q_meas, jacobian=False)
+        ws.update(self.robot.q, jacobian=False)
         reached = self.goals.reached
         for i in np.flatnonzero(reached):
             err_p, err_r = pose_distance(ws.frame_T[i], self.goals.targets[i])
@@ -1058,6 +886,17 @@ class ResolvedRateController:
                        doc='The goals are paused by ``~/hold``.')
     fallback_uses = property(lambda self: self.fallback.uses,
                              doc='Position-IK fallbacks that found a solution, since start.')
+    # the link's state, as the node reports it (views of :attr:`robot`)
+    q_meas = property(lambda self: self.robot.q,
+                      doc='The latest believed measured positions (None before the first).')
+    state_stamp = property(lambda self: self.robot.stamp,
+                           doc="When the robot measured them [s] (the caller's clock).")
+    link = property(lambda self: self.robot.state,
+                    doc='The :class:`~ik_control.control.robot_link.LinkState`.')
+    implausible_states = property(lambda self: self.robot.implausible,
+                                  doc='Measured states refused as impossible motion.')
+    reseeds = property(lambda self: self.robot.reseeds,
+                       doc='Re-seeds onto the measured state, since start.')
 
     def sigma_min(self):
         """Smallest singular value of the weighted task Jacobian at the last tick (-1 unknown)."""
@@ -1067,18 +906,6 @@ class ResolvedRateController:
         """Placement (4x4, base frame) of end effector ``frame`` at the commanded state."""
         i = self.end_effector_index(frame)
         return self.solver.frame_T[i].copy()
-
-
-def _toward(A, B, w, rot):
-    """
-    Move pose ``B`` (4x4, in place) to ``w`` of the way from pose ``A``: the primary weight.
-
-    ``p = p_A + w (p_B - p_A)``, ``R = exp(w log(R_B R_A^T)) R_A``: the task's correction
-    ``J^# K e`` scaled by ``w`` (SAM sec. V's primary weight; ``rot``: a 3-vector buffer).
-    """
-    B[:3, 3] = A[:3, 3] + w * (B[:3, 3] - A[:3, 3])
-    log3(B[:3, :3] @ A[:3, :3].T, rot)
-    B[:3, :3] = _exp3(w * rot) @ A[:3, :3]
 
 
 def _rigid_transform(T):
@@ -1098,13 +925,3 @@ def _rigid_transform(T):
         raise InputError('target matrix is not a rigid transform (rotation not orthonormal '
                          'with determinant 1, or last row not 0 0 0 1)')
     return T
-
-
-def _exp3(w):
-    """Rotation matrix ``exp([w]x)`` (Rodrigues)."""
-    theta = math.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
-    if theta < 1e-12:
-        return np.eye(3)
-    k = w / theta
-    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return np.eye(3) + math.sin(theta) * K + (1.0 - math.cos(theta)) * (K @ K)

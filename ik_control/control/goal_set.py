@@ -30,8 +30,10 @@ queue, for the node to log once.
 import math
 
 from ik_control.control.goal_state import Event, GoalState
+from ik_control.ik.pose_error import log3
 from numba import njit
 import numpy as np
+import pinocchio as pin
 
 __all__ = ['CREEP_PERIODS', 'GOAL_SPEED', 'GoalSet', 'MODE_IDLE', 'MODE_MOTION', 'MODE_POSE',
            'MODE_TWIST', 'PROGRESS_FRACTION', 'SLOW_PERIODS', 'STILL_SPEED']
@@ -133,6 +135,7 @@ class GoalSet:
         self.best_error = np.full((ne, 2), math.inf)
         self.best_time = np.full((ne, 2), math.inf)
         self._reached_before = np.zeros(ne, dtype=bool)
+        self._rot = np.zeros(3)  # rotation vector buffer of :func:`_toward`
 
     def _event(self, kind, level, message):
         self.events.append(Event(kind, level, message))
@@ -246,6 +249,58 @@ class GoalSet:
         self.holding = False
 
     # ------------------------------------------------------------------ each tick
+    def aim(self, now, dt, gain, twist_timeout, reach, frame_T, lead, out):
+        """
+        Move the moving targets on; write the pose the solver aims at for each effector.
+
+        Velocity mode (SAM's joystick mode): the virtual target moves with the twist
+        ``(v, w)`` over ``dt`` [s], ``p += v dt``, ``R = exp(w dt) R``, and is kept within
+        ``reach`` [m] of its effector (``frame_T``: the placements now); a twist older
+        than ``twist_timeout`` [s] is zeroed. A moving goal's target is its sample at the
+        knot being committed, ``lead`` [s] after ``now``; once it has played out, its
+        last pose is a pose goal. Both are fed forward: the solver aims at
+        ``(p + v / K, exp(w / K) R)`` with ``K = gain`` [1/s], so that ``K e`` is the
+        twist itself at zero error; a motion's primary weight takes the aim that fraction
+        of the way from the effector (SAM sec. V, :func:`_toward`). The other
+        effectors aim at their targets. ``out`` (ne, 4, 4) receives the aims.
+
+        Returns whether a twist has timed out, and the last moving goal's weight of the
+        secondary goals at this time (1 without one).
+        """
+        out[:] = self.targets
+        timed_out = False
+        for i in np.flatnonzero(self.mode == MODE_TWIST):
+            if now - self.twist_time[i] > twist_timeout:
+                self.twist[i] = 0.0
+                timed_out = True
+            v, w = self.twist[i, :3], self.twist[i, 3:]
+            T = self.targets[i]
+            T[:3, 3] += v * dt
+            T[:3, :3] = pin.exp3(w * dt) @ T[:3, :3]
+            offset = T[:3, 3] - frame_T[i, :3, 3]
+            dist = np.linalg.norm(offset)
+            if dist > reach:
+                T[:3, 3] = frame_T[i, :3, 3] + offset * (reach / dist)
+            _feed_forward(T, v / gain, w / gain, out[i])
+        secondary = 1.0
+        for i in np.flatnonzero(self.mode == MODE_MOTION):
+            motion, start = self.motions[i]
+            t = now + lead - start
+            if t >= motion.end_time:
+                self.motion_played_out(i, now)
+                out[i] = self.targets[i]
+                continue
+            weights = getattr(motion, 'weights', None)
+            w = weights(t) if weights is not None else {}
+            secondary = w.get('secondary', 1.0)
+            self.targets[i] = motion.sample(t)
+            twist = motion.twist(t)
+            _feed_forward(self.targets[i], twist[:3] / gain, twist[3:] / gain, out[i])
+            primary = w.get('primary', 1.0)
+            if primary != 1.0:
+                _toward(frame_T[i], out[i], primary, self._rot)
+        return timed_out, secondary
+
     def restart_progress(self, which, now):
         """Count progress of the goals ``which`` afresh from ``now`` [s] (a new approach)."""
         self.best_error[which] = math.inf
@@ -314,3 +369,21 @@ class GoalSet:
         self.twist_time += jump
         self.best_time += jump
         self.motions = [None if m is None else (m[0], m[1] + jump) for m in self.motions]
+
+
+def _feed_forward(T, dp, dr, out):
+    """Pose ``T`` moved by ``dp`` [m] and turned by ``exp(dr)`` [rad]: ``out`` (4x4)."""
+    out[:3, 3] = T[:3, 3] + dp
+    out[:3, :3] = pin.exp3(dr) @ T[:3, :3]
+
+
+def _toward(A, B, w, rot):
+    """
+    Move pose ``B`` (4x4, in place) to ``w`` of the way from pose ``A``: the primary weight.
+
+    ``p = p_A + w (p_B - p_A)``, ``R = exp(w log(R_B R_A^T)) R_A``: the task's correction
+    ``J^# K e`` scaled by ``w`` (SAM sec. V's primary weight; ``rot``: a 3-vector buffer).
+    """
+    B[:3, 3] = A[:3, 3] + w * (B[:3, 3] - A[:3, 3])
+    log3(B[:3, :3] @ A[:3, :3].T, rot)
+    B[:3, :3] = pin.exp3(w * rot) @ A[:3, :3]

@@ -33,10 +33,12 @@ settle that either (measured in ``test_glitches.py``).
 import enum
 import math
 
+from ik_control.control.goal_state import Event
+from ik_control.validation import InputError
 import numpy as np
 
 __all__ = ['CONFIRM_SAMPLES', 'join_velocity', 'LinkState', 'PlausibilityFilter',
-           'POSITION_NOISE', 'SPEED_FACTOR']
+           'POSITION_NOISE', 'RobotLink', 'SPEED_FACTOR', 'STATE_LIMIT_TOLERANCE']
 
 #: measured speeds up to this multiple of the URDF velocity limit are believed (a drive
 #: overshoots its limit briefly; sample stamps jitter) [-]
@@ -51,6 +53,9 @@ JOIN_DONE = 0.5
 #: braking-distance factor of the join velocity: below 1 leaves the limiter room to brake
 #: on a tick grid (sqrt(2 a d) is exact only in continuous time) [-]
 JOIN_BRAKING = 0.8
+#: measured positions further outside the URDF limits are refused: a drive's overshoot
+#: and sensor noise, not a sample 0.05 rad past the limit [rad or m]
+STATE_LIMIT_TOLERANCE = 0.02
 
 
 class LinkState(enum.IntEnum):
@@ -157,3 +162,173 @@ def join_velocity(q_cmd, q_target, v_max, a_max, out):
     np.minimum(out, v_max, out=out)
     out *= np.sign(e)
     return out
+
+
+class RobotLink:
+    """
+    The robot as the controller knows it: the latest believed sample and the link state.
+
+    ``model``: the :class:`~ik_control.kinematics.robot_model.RobotModel` (joint names,
+    limits, URDF velocity limits); ``events``: the queue transitions go to. Attributes:
+    ``q`` the latest believed positions (None before the first), ``time`` when it came
+    (the caller's clock) and ``stamp`` when the robot measured it [s], ``fresh`` whether
+    no tick has used it yet, ``state`` (:class:`LinkState`), ``implausible`` samples
+    refused as impossible motion, ``reseeds`` and ``reseed_time`` [s] (the last one).
+    """
+
+    def __init__(self, model, events):
+        self.joint_names = model.joint_names
+        self.lower, self.upper = model.lower, model.upper
+        self._lo = model.lower - STATE_LIMIT_TOLERANCE
+        self._hi = model.upper + STATE_LIMIT_TOLERANCE
+        self.filter = PlausibilityFilter(model.velocity_limit)
+        self.events = events
+        self.q = None
+        self.time = -math.inf
+        self.stamp = -math.inf
+        self.fresh = False
+        self.state = LinkState.NO_STATE
+        self.implausible = 0
+        self.reseeds = 0
+        self.reseed_time = -math.inf
+        self._velocity = np.zeros(model.nq)  # measured velocity at a re-seed [rad/s]
+        self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
+        self._names = (None, None)  # the last names seen, and the controlled joints in them
+
+    def _event(self, kind, level, message):
+        self.events.append(Event(kind, level, message))
+
+    def positions(self, names, positions):
+        """
+        Return the controlled joints' positions in a joint_states sample (any name order).
+
+        Raises :class:`InputError` for mismatched lengths, duplicate names, missing
+        controlled joints, non-finite values or positions more than
+        ``STATE_LIMIT_TOLERANCE`` outside the joint limits (a wrong joint mapping or a
+        sensor fault: commanding from there would be unsafe).
+        """
+        names = tuple(names)
+        if len(names) != len(positions):
+            raise InputError(f'joint_states has {len(names)} names but {len(positions)} '
+                             'positions')
+        cached_names, index = self._names
+        if names != cached_names:
+            lookup = {}
+            for i, name in enumerate(names):
+                if name in lookup:
+                    raise InputError(f"joint_states names joint '{name}' twice")
+                lookup[name] = i
+            missing = [n for n in self.joint_names if n not in lookup]
+            if missing:
+                raise InputError(f'joint_states lacks controlled joints {missing}')
+            index = np.array([lookup[n] for n in self.joint_names], dtype=np.int64)
+            self._names = (names, index)
+        q = np.asarray(positions, dtype=float)[index]
+        if not (np.all(q >= self._lo) and np.all(q <= self._hi)):  # NaN fails too
+            if not np.all(np.isfinite(q)):
+                raise InputError('joint_states positions contain NaN or infinite values')
+            i = int(np.argmax(np.maximum(self._lo - q, q - self._hi)))
+            raise InputError(f"joint_states puts joint '{self.joint_names[i]}' at "
+                             f'{q[i]:.6g}, more than {STATE_LIMIT_TOLERANCE} outside its '
+                             f'limits [{self.lower[i]:.6g}, {self.upper[i]:.6g}]')
+        return q
+
+    def take(self, q, now, stamp):
+        """
+        Take positions ``q`` measured at ``stamp`` [s], come at ``now``: '' or why refused.
+
+        ``stamp`` None, or more than a second away from ``now``, counts as ``now``. A
+        sample the robot cannot have produced (:class:`PlausibilityFilter`) is refused
+        and counted in ``implausible``; the previous state is kept.
+        """
+        measured = now if stamp is None or not abs(now - stamp) < 1.0 else stamp
+        reason = self.filter.check(measured, q)
+        if reason:
+            self.implausible += 1
+            return reason
+        self.q = q
+        self.time = now
+        self.stamp = measured
+        self.fresh = True
+        return ''
+
+    def shift(self, dt):
+        """Move the kept times by ``dt`` [s] (a backward jump of the clock)."""
+        self.time += dt
+        self.stamp += dt
+        self.reseed_time += dt
+        self.filter.shift(dt)
+
+    def follow(self, path, now, tolerance, v_max, a_max, margin):
+        """
+        Apply the re-seed rule to a fresh believed sample; False while still ``STALE``.
+
+        ``path`` is the committed :class:`~ik_control.control.command_window.CommandWindow`,
+        ``tolerance`` [rad or m] ``reseed_tolerance``, ``v_max``, ``a_max`` and ``margin``
+        the controller's limits. STALE: the stream had stopped; restart from the measured
+        state, at rest (a re-seed when it is further than ``tolerance`` from where the
+        path stopped, once ``CONFIRM_SAMPLES`` samples agree), unless the stop is still
+        under way and the robot on it: then the path goes on. TRACKING: a sample further
+        than that from the path at its stamp is a re-seed: the path restarts at the
+        measured position and velocity when the stream is continuous (the robot could not
+        follow), or a join starts (``JOINING``) after a jump in the stream. JOINING: back
+        to TRACKING once within ``JOIN_DONE`` of it.
+        """
+        q_path, _ = path.sample(self.stamp)
+        gap = float(np.max(np.abs(self.q - q_path)))
+        if self.state == LinkState.STALE:
+            if gap > tolerance and not self._confirmed_elsewhere():
+                return False
+            self.state = LinkState.TRACKING
+            if gap <= tolerance and np.any(path.sample(now)[1]):
+                # back before the stop ended, on the path: it goes on from there
+                self._event('state_regained', 'info', 'joint_states regained')
+                return True
+            path.reset(now, self.q, np.zeros_like(self.q), a_max, margin)
+            if gap > tolerance:
+                self._note_reseed(now)
+            self._event('state_regained', 'info',
+                        f'joint_states regained: the robot is {gap:.3g} rad from where the '
+                        'arm stopped; commanding from there, at rest')
+            return True
+        if self.state == LinkState.TRACKING and gap > tolerance:
+            self._note_reseed(now)
+            if self.filter.continuous:  # the robot's own motion: restart on it
+                v = self.filter.velocity(self._velocity)
+                np.clip(v, -v_max, v_max, out=v)
+                path.reset(self.stamp, self.q, v, a_max, margin)
+                self._event('reseed', 'warn',
+                            f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
+                            f'{tolerance:g}): re-seeded at its measured position and velocity')
+                return True
+            self.state = LinkState.JOINING
+            self._event('reseed', 'warn',
+                        f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
+                        f'{tolerance:g}) after a jump in joint_states: re-seeding, joining '
+                        'the measured state within the limits; goals wait')
+        elif self.state == LinkState.JOINING and gap <= JOIN_DONE * tolerance:
+            self.state = LinkState.TRACKING
+            self._event('rejoined', 'info', f'command joined the measured state ({gap:.3g} '
+                        'rad): following goals again')
+        return True
+
+    def _confirmed_elsewhere(self):
+        """
+        Whether the robot is confirmed elsewhere after a stale gap (``CONFIRM_SAMPLES``).
+
+        After a gap the robot may have gone anywhere, so one sample could be a glitch:
+        the command restarts there once that many consecutive samples agree (each
+        plausible from the one before).
+        """
+        run = self._elsewhere
+        if run and self.filter.reachable(run[-1][0], run[-1][1], self.stamp, self.q) >= 0:
+            run.clear()
+        run.append((self.stamp, self.q))
+        if len(run) < CONFIRM_SAMPLES:
+            return False
+        run.clear()
+        return True
+
+    def _note_reseed(self, now):
+        self.reseeds += 1
+        self.reseed_time = now
