@@ -35,9 +35,10 @@ joint able to do so: :func:`ik_control.control.limits.limit_velocity`, rule 3). 
 each joint's motion is piecewise quadratic with breaks at the tail's knots, so the
 Hermite interpolation between them is exact; only stops closer together than
 :data:`TIME_RESOLUTION` share a knot, and the joint rests inside one such short segment
-(:meth:`CommandWindow._snap_stops`: the cubic misses by less than ``a r^2``).
+(:meth:`CommandWindow._plan_tail`: the cubic misses by less than ``a r^2``).
 """
 
+from numba import njit
 import numpy as np
 
 __all__ = ['CommandWindow', 'hermite', 'sample_points']
@@ -58,6 +59,22 @@ POINT_SEPARATION = 1e-8
 LATE_PERIODS = 2.0
 
 
+@njit(cache=True, nogil=True)
+def _hermite_into(t0, p0, v0, t1, p1, v1, t, p, v):
+    """Write :func:`hermite` at ``t`` to ``p`` and ``v`` (the path's compiled sampling)."""
+    h = t1 - t0
+    s = (t - t0) / h
+    s2, s3 = s * s, s * s * s
+    c00, c10 = 2 * s3 - 3 * s2 + 1, (s3 - 2 * s2 + s) * h
+    c01, c11 = -2 * s3 + 3 * s2, (s3 - s2) * h
+    d00, d10 = 6 * s2 - 6 * s, 3 * s2 - 4 * s + 1
+    d01, d11 = -6 * s2 + 6 * s, 3 * s2 - 2 * s
+    for j in range(p.size):
+        p[j] = c00 * p0[j] + c10 * v0[j] + c01 * p1[j] + c11 * v1[j]
+        v[j] = d00 * p0[j] / h + d10 * v0[j] + d01 * p1[j] / h + d11 * v1[j]
+
+
+@njit(cache=True, nogil=True)
 def hermite(t0, p0, v0, t1, p1, v1, t):
     r"""
     Cubic Hermite interpolation between knots ``(t0, p0, v0)`` and ``(t1, p1, v1)`` at ``t``.
@@ -66,15 +83,13 @@ def hermite(t0, p0, v0, t1, p1, v1, t):
     :math:`h_{00} = 2s^3 - 3s^2 + 1`, :math:`h_{10} = s^3 - 2s^2 + s`,
     :math:`h_{01} = -2s^3 + 3s^2`, :math:`h_{11} = s^3 - s^2`:
     :math:`p = h_{00} p_0 + h_{10} h v_0 + h_{01} p_1 + h_{11} h v_1` and its derivative
-    for the velocity (as joint_trajectory_controller's cubic splines). Returns ``(p, v)``.
+    for the velocity (as joint_trajectory_controller's cubic splines). ``p0`` ... ``v1``
+    are arrays of joint values; returns new arrays ``(p, v)``.
     """
-    h = t1 - t0
-    s = (t - t0) / h
-    s2, s3 = s * s, s * s * s
-    p = ((2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * h * v0 + (-2 * s3 + 3 * s2) * p1
-         + (s3 - s2) * h * v1)
-    v = ((6 * s2 - 6 * s) * p0 / h + (3 * s2 - 4 * s + 1) * v0 + (-6 * s2 + 6 * s) * p1 / h
-         + (3 * s2 - 2 * s) * v1)
+    p = np.empty(p0.shape)
+    v = np.empty(p0.shape)
+    _hermite_into(t0, p0.ravel(), v0.ravel(), t1, p1.ravel(), v1.ravel(), t, p.ravel(),
+                  v.ravel())
     return p, v
 
 
@@ -91,8 +106,154 @@ def sample_points(times, positions, velocities, t):
     if t <= times[0]:
         return positions[0].copy(), velocities[0].copy()
     k = int(np.searchsorted(times, t, side='right'))
-    return hermite(times[k - 1], positions[k - 1], velocities[k - 1], times[k], positions[k],
-                   velocities[k], t)
+    return hermite(float(times[k - 1]), positions[k - 1], velocities[k - 1],
+                   float(times[k]), positions[k], velocities[k], float(t))
+
+
+@njit(cache=True, nogil=True)
+def _tail_state(q, v, decel, t_stop, s, q_out, v_out):
+    """
+    Write the state ``s`` >= 0 seconds after the knot ``(q, v)`` on its braking tail.
+
+    Each joint ``j`` decelerates at ``decel[j]`` until ``t_stop[j]``:
+    ``q + v t - sign(v) decel t^2 / 2``, ``v - sign(v) decel t`` with ``t = min(s, t_stop)``.
+    """
+    for j in range(q.size):
+        ts = min(s, t_stop[j])
+        d = np.sign(v[j]) * decel[j] * ts
+        q_out[j] = q[j] + v[j] * ts - 0.5 * d * ts
+        v_out[j] = 0.0 if s >= t_stop[j] else v[j] - d
+
+
+@njit(cache=True, nogil=True)
+def _tail_points(q, v, decel, t_stop, stops, q_out, v_out):
+    """Write the tail's states at ``stops`` [s] after the knot ``(q, v)`` as output rows."""
+    for k in range(stops.size):
+        _tail_state(q, v, decel, t_stop, stops[k], q_out[k], v_out[k])
+
+
+@njit(cache=True, nogil=True)
+def _plan_tail(q, v, a_max, lower, upper, margin, decel, t_stop, stops):
+    """
+    Choose the tail after knot ``(q, v)``: ``decel``, ``t_stop`` and its knots ``stops``.
+
+    Synchronised (``T = max_j |v_j| / a_j``, joint ``j`` at ``|v_j| / T``) unless a joint
+    would then pass its bound less ``margin``; then each joint at ``a_max``. The
+    distinct stops, sorted, are placed :data:`TIME_RESOLUTION` apart
+    (:meth:`CommandWindow.tail`). Returns how many ``stops`` holds.
+    """
+    n = q.size
+    t_sync = 0.0
+    for j in range(n):
+        t_sync = max(t_sync, abs(v[j]) / a_max[j])
+    synced = t_sync > 0.0
+    if synced:
+        for j in range(n):
+            if v[j] > 0.0:
+                room = max(upper[j] - margin, q[j]) - q[j]
+            else:
+                room = q[j] - min(lower[j] + margin, q[j])
+            if not abs(v[j]) * t_sync <= 2.0 * room + 1e-12:
+                synced = False
+                break
+    m = 0
+    for j in range(n):
+        speed = abs(v[j])
+        if synced:
+            decel[j] = speed / t_sync
+            t_stop[j] = t_sync if speed > 0.0 else 0.0
+        else:
+            decel[j] = a_max[j]
+            t_stop[j] = speed / a_max[j]
+        if t_stop[j] > 0.0:
+            stops[m] = t_stop[j]
+            m += 1
+    if m == 0:
+        return 0
+    stops[:m] = np.sort(stops[:m])
+    u = 1
+    for k in range(1, m):
+        if stops[k] != stops[u - 1]:
+            stops[u] = stops[k]
+            u += 1
+    # t_k = max(s_k, t_{k-1} + r) as k r + max(r, max_{i<=k}(s_i - i r))
+    acc = -np.inf
+    for k in range(u):
+        r = TIME_RESOLUTION * k
+        acc = max(acc, stops[k] - r)
+        stops[k] = r + max(TIME_RESOLUTION, acc)
+    return u
+
+
+@njit(cache=True, nogil=True)
+def _sample(t_arr, q_arr, v_arr, lo, hi, decel, t_stop, t, q_out, v_out):
+    """Write the path's state at ``t`` [s] (:meth:`CommandWindow.sample`) to the outputs."""
+    last = hi - 1
+    if t >= t_arr[last]:
+        _tail_state(q_arr[last], v_arr[last], decel, t_stop, t - t_arr[last], q_out, v_out)
+        return
+    k = np.searchsorted(t_arr[lo:hi], t, side='right')
+    if k == 0:
+        q_out[:] = q_arr[lo]
+        v_out[:] = v_arr[lo]
+        return
+    i = lo + k - 1
+    _hermite_into(t_arr[i], q_arr[i], v_arr[i], t_arr[i + 1], q_arr[i + 1], v_arr[i + 1], t,
+                  q_out, v_out)
+
+
+@njit(cache=True, nogil=True)
+def _window(t_arr, q_arr, v_arr, lo, hi, decel, t_stop, stops, m, t):
+    """Return the command at ``t`` [s] (:meth:`CommandWindow.window`) in new arrays."""
+    n = q_arr.shape[1]
+    q0 = np.empty(n)
+    v0 = np.empty(n)
+    _sample(t_arr, q_arr, v_arr, lo, hi, decel, t_stop, t, q0, v0)
+    after = t + POINT_SEPARATION
+    k = lo + np.searchsorted(t_arr[lo:hi], after, side='left')
+    last = hi - 1
+    t_last = t_arr[last]
+    first = 0  # the tail's knots from here on are kept (its times increase)
+    while first < m and not t_last + stops[first] >= after:
+        first += 1
+    moving = False
+    for j in range(n):
+        if v0[j] != 0.0:
+            moving = True
+    if k == hi and first == m and moving:
+        # within the resolution of the stop: come to rest one resolution later
+        out_t = np.empty(2)
+        out_q = np.empty((2, n))
+        out_v = np.zeros((2, n))
+        out_t[0] = 0.0
+        out_t[1] = after - t
+        out_q[0] = q0
+        out_v[0] = v0
+        if m > 0:
+            _tail_state(q_arr[last], v_arr[last], decel, t_stop, stops[m - 1], out_q[1],
+                        out_v[1])
+            out_v[1] = 0.0
+        else:
+            out_q[1] = q_arr[last]
+        return out_t, out_q, out_v
+    count = 1 + (hi - k) + (m - first)
+    out_t = np.empty(count)
+    out_q = np.empty((count, n))
+    out_v = np.empty((count, n))
+    out_t[0] = t - t
+    out_q[0] = q0
+    out_v[0] = v0
+    p = 1
+    for i in range(k, hi):
+        out_t[p] = t_arr[i] - t
+        out_q[p] = q_arr[i]
+        out_v[p] = v_arr[i]
+        p += 1
+    for i in range(first, m):
+        out_t[p] = (t_last + stops[i]) - t
+        _tail_state(q_arr[last], v_arr[last], decel, t_stop, stops[i], out_q[p], out_v[p])
+        p += 1
+    return out_t, out_q, out_v
 
 
 class CommandWindow:
@@ -124,8 +285,8 @@ class CommandWindow:
         self._hi = 0   # one past the last knot
         self._decel = np.zeros(n)  # tail deceleration per joint [rad/s^2] (>= 0)
         self._t_stop = np.zeros(n)  # tail stop time per joint after the last knot [s]
-        self._no_stops = np.zeros(0)
-        self._stops = self._no_stops  # the distinct stops, sorted: the tail's knots [s]
+        self._stops = np.zeros(n)  # the distinct stops, sorted: the tail's knots [s]
+        self._m = 0  # how many of _stops there are
         self.margin = 0.0
         self.a_max = np.ones(n)
 
@@ -156,8 +317,7 @@ class CommandWindow:
         self._t[0] = t
         self._q[0] = q
         self._v[0] = v
-        self.a_max = np.asarray(a_max, dtype=float)
-        self.margin = float(margin)
+        self._set_limits(a_max, margin)
         self._plan_tail()
 
     def shift(self, dt):
@@ -191,8 +351,7 @@ class CommandWindow:
 
     def append(self, tau, q, v, a_max, margin):
         """Commit the knot ``(tau, q, v)`` and plan the tail after it."""
-        self.a_max = a_max
-        self.margin = margin
+        self._set_limits(a_max, margin)
         self._append(tau, q, v)
         self._plan_tail()
 
@@ -203,6 +362,14 @@ class CommandWindow:
         self._hi = self._lo + int(np.searchsorted(times, t, side='left'))
         self._append(t, q, v)
         self._plan_tail()
+
+    def _set_limits(self, a_max, margin):
+        """Tail deceleration limits [rad/s^2] per joint (or one for all) and bound margin."""
+        if a_max is not self.a_max:
+            a = np.asarray(a_max, dtype=float)
+            self.a_max = a if a.shape == self.lower.shape else np.broadcast_to(
+                a, self.lower.shape).copy()
+        self.margin = float(margin)
 
     def _append(self, t, q, v):
         if self._hi == self._t.size:
@@ -226,33 +393,16 @@ class CommandWindow:
 
     # ------------------------------------------------------------------ the tail
     def _plan_tail(self):
-        """Choose the tail's per-joint decelerations and stop times (module docstring)."""
-        q, v = self.last()
-        speed = np.abs(v)
-        a = self.a_max
-        t_sync = float(np.max(speed / a))
-        if t_sync > 0.0:
-            room = np.where(v > 0.0, np.maximum(self.upper - self.margin, q) - q,
-                            q - np.minimum(self.lower + self.margin, q))
-            if np.all(speed * t_sync <= 2.0 * room + 1e-12):
-                self._decel[:] = speed / t_sync
-                self._t_stop[:] = np.where(speed > 0.0, t_sync, 0.0)
-                self._snap_stops()
-                return
-        self._decel[:] = a
-        self._t_stop[:] = speed / a
-        self._snap_stops()
-
-    def _snap_stops(self):
         """
-        Place the tail's knots: the distinct stops, :data:`TIME_RESOLUTION` apart.
+        Choose the tail's per-joint decelerations and stop times (module docstring).
 
-        A stop less than that after the last knot or after the knot before gets its knot
-        later: ``t_k = max(s_k, t_{k-1} + TIME_RESOLUTION)`` (``t_{-1} = 0``), vectorised
-        with the distinct stops sorted as ``k r + max(r, max_{i<=k}(s_i - i r))``. The
-        joint still brakes at its own deceleration and rests at its own stop (never further:
-        a joint braking to its bound stays inside it); it is at rest at its knot. The rest
-        it takes within a segment is confined to one segment of length ``r`` (the stop lies
+        Its knots are the distinct stops, :data:`TIME_RESOLUTION` apart: a stop less than
+        that after the last knot or after the knot before gets its knot later:
+        ``t_k = max(s_k, t_{k-1} + TIME_RESOLUTION)`` (``t_{-1} = 0``), i.e. with the
+        distinct stops sorted ``k r + max(r, max_{i<=k}(s_i - i r))``. The joint still
+        brakes at its own deceleration and rests at its own stop (never further: a joint
+        braking to its bound stays inside it); it is at rest at its knot. The rest it
+        takes within a segment is confined to one segment of length ``r`` (the stop lies
         after the knot before, which is then ``r`` before its own), where its speed is at
         most ``a r``: the JTC's cubic there misses the path by less than ``a r^2`` (5e-12
         rad at 5 rad/s^2), and the knot velocities change by at most ``a r``.
@@ -262,52 +412,32 @@ class CommandWindow:
         exactly to its bound was commanded up to 3e-7 rad past it, seen in a 10-minute
         soak.)
         """
-        moving = self._t_stop > 0.0
-        if not moving.any():
-            self._stops = self._no_stops
-            return
-        stops = np.unique(self._t_stop[moving])
-        r = TIME_RESOLUTION * np.arange(stops.size)
-        self._stops = r + np.maximum(TIME_RESOLUTION, np.maximum.accumulate(stops - r))
-
-    def _tail_state(self, s, q_out, v_out):
-        """State ``s`` >= 0 seconds after the last knot on the braking tail."""
         q, v = self.last()
-        ts = np.minimum(s, self._t_stop)
-        sign = np.sign(v)
-        np.multiply(sign * self._decel, ts, out=v_out)
-        q_out[:] = q + v * ts - 0.5 * v_out * ts
-        v_out[:] = v - v_out
-        v_out[s >= self._t_stop] = 0.0
-        return q_out, v_out
+        self._m = _plan_tail(q, v, self.a_max, self.lower, self.upper, self.margin,
+                             self._decel, self._t_stop, self._stops)
 
     def tail(self):
         """
         Return the tail's knots after the last knot (breaks, rest): times [s], states.
 
         A knot at each joint's stop, at least :data:`TIME_RESOLUTION` after the one
-        before (the distinct stops as :meth:`_snap_stops` spaced them).
+        before (the distinct stops as :meth:`_plan_tail` spaced them).
         """
-        stops = self._stops
+        stops = self._stops[:self._m]
+        q_last, v_last = self.last()
         q = np.empty((stops.size, self.lower.size))
         v = np.empty_like(q)
-        for k, s in enumerate(stops):
-            self._tail_state(s, q[k], v[k])
+        _tail_points(q_last, v_last, self._decel, self._t_stop, stops, q, v)
         return self.last_time + stops, q, v
 
     # ------------------------------------------------------------------ reading
     def sample(self, t):
         """Return position and velocity of the path (with its tail) at time ``t`` [s]."""
-        times = self._t[self._lo:self._hi]
         n = self.lower.size
-        if t >= times[-1]:
-            return self._tail_state(t - times[-1], np.empty(n), np.empty(n))
-        k = int(np.searchsorted(times, t, side='right'))
-        if k == 0:
-            return self._q[self._lo].copy(), self._v[self._lo].copy()
-        i = self._lo + k - 1
-        return hermite(self._t[i], self._q[i], self._v[i], self._t[i + 1], self._q[i + 1],
-                       self._v[i + 1], t)
+        q, v = np.empty(n), np.empty(n)
+        _sample(self._t, self._q, self._v, self._lo, self._hi, self._decel, self._t_stop,
+                float(t), q, v)
+        return q, v
 
     def window(self, t):
         """
@@ -316,19 +446,5 @@ class CommandWindow:
         Point 0 is the path at ``t``; then the knots at least :data:`POINT_SEPARATION`
         after ``t``; then the tail. Every point is on the path, the last at rest.
         """
-        q0, v0 = self.sample(t)
-        times = self._t[self._lo:self._hi]
-        # knots closer to t than that would share its time (point 0 is the path there)
-        after = t + POINT_SEPARATION
-        k = self._lo + int(np.searchsorted(times, after, side='left'))
-        tail_t, tail_q, tail_v = self.tail()
-        tail_keep = tail_t >= after
-        if k == self._hi and not tail_keep.any() and np.any(v0):
-            # within the resolution of the stop: come to rest one resolution later
-            rest = tail_q[-1] if len(tail_t) else self.last()[0]
-            tail_t, tail_q, tail_v = np.array([after]), rest[None], np.zeros((1, rest.size))
-            tail_keep = np.array([True])
-        out_t = np.concatenate(([t], self._t[k:self._hi], tail_t[tail_keep])) - t
-        out_q = np.concatenate((q0[None], self._q[k:self._hi], tail_q[tail_keep]))
-        out_v = np.concatenate((v0[None], self._v[k:self._hi], tail_v[tail_keep]))
-        return out_t, out_q, out_v
+        return _window(self._t, self._q, self._v, self._lo, self._hi, self._decel,
+                       self._t_stop, self._stops, self._m, float(t))

@@ -273,6 +273,9 @@ class ResolvedRateController:
               self.config.goal_orientation_tolerance) != tolerances:
             self.fallback.reconfigure(*tolerances)
         self.fallback.time_budget = config.fallback_time_budget
+        # a joint beyond these is at its bound (_solve_within_bounds)
+        self._bound_lo = model.lower + (config.position_margin + BOUND_BAND)
+        self._bound_hi = model.upper - (config.position_margin + BOUND_BAND)
         self.config = config
 
     # ------------------------------------------------------------------ inputs
@@ -724,8 +727,7 @@ class ResolvedRateController:
         solver, q = self.solver, self.q_cmd
         solver.active[:] = 1.0
         dq = solver.step(q, self._solver_targets)
-        lo = self.model.lower + (self.config.position_margin + BOUND_BAND)
-        hi = self.model.upper - (self.config.position_margin + BOUND_BAND)
+        lo, hi = self._bound_lo, self._bound_hi
         for _ in range(2):
             pushing = ((q >= hi) & (dq > 0.0)) | ((q <= lo) & (dq < 0.0))
             if not pushing.any():

@@ -135,15 +135,24 @@ def pose_error(Ta, Td, mode, position_only, out, work):
     out[2] = pz - 0.5 * cz + b * ccz
 
 
+@njit(cache=True, nogil=True)
 def pose_distance(T, goal):
     """
     Position [m] and rotation-angle [rad] distance of placement ``T`` from ``goal`` (4x4).
 
-    ``|p - p_goal|`` and the angle of ``R_goal^T R``, ``atan2(|s|, (tr - 1) / 2)`` with
-    ``s`` its axial vector (accurate near 0 and pi, unlike ``acos``): the figures goals
-    are judged by (demo, the ``move_to_pose`` action).
+    ``|p - p_goal|`` and the angle of ``R = R_goal^T R_T``, ``atan2(|s|, (tr R - 1) / 2)``
+    with ``s`` its axial vector (accurate near 0 and pi, unlike ``acos``): the figures
+    goals are judged by (the controller's goals, demo, the ``move_to_pose`` action).
+    Compiled: the controller checks the measured pose of reached goals every tick.
     """
-    R = goal[:3, :3].T @ T[:3, :3]
-    s = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    angle = math.atan2(float(np.linalg.norm(s)), 0.5 * (np.trace(R) - 1.0))
-    return float(np.linalg.norm(T[:3, 3] - goal[:3, 3])), angle
+    R = np.empty((3, 3))
+    for i in range(3):
+        for k in range(3):
+            R[i, k] = goal[0, i] * T[0, k] + goal[1, i] * T[1, k] + goal[2, i] * T[2, k]
+    sx = 0.5 * (R[2, 1] - R[1, 2])
+    sy = 0.5 * (R[0, 2] - R[2, 0])
+    sz = 0.5 * (R[1, 0] - R[0, 1])
+    angle = math.atan2(math.sqrt(sx * sx + sy * sy + sz * sz),
+                       0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0))
+    dx, dy, dz = T[0, 3] - goal[0, 3], T[1, 3] - goal[1, 3], T[2, 3] - goal[2, 3]
+    return math.sqrt(dx * dx + dy * dy + dz * dz), angle
