@@ -114,3 +114,34 @@ def test_a_position_mode_effector_reaches_a_position_goal_with_its_orientation_f
         assert rot > 0.5
     finally:
         bringup.close()
+
+
+def test_the_statistics_file_times_each_part_of_every_tick_within_its_compute(tmp_path):
+    """
+    ``statistics_file``: every tick's compute, and its parts (input, update, publish).
+
+    The WAM on the synchronized loop moves to a goal; after the node stops, the file holds
+    per tick the time to take and parse the inputs, the controller's update and the
+    command's publication. They are measured inside the tick, so in every tick their sum
+    is at most its compute time; every tick that published a command updated the
+    controller first; and while the arm moved, every tick published (update and publish
+    both timed: a part timed in other units, outside the tick or not at all fails one of
+    these).
+    """
+    path = tmp_path / 'stats.npz'
+    bringup = Bringup('wam', 500.0, ns='/wam_statistics',
+                      extra=['-p', 'loop:=synchronized', '-p', f'statistics_file:={path}'])
+    try:
+        _reach(bringup, [0.2, -0.2, 0.1, -0.2, 0.1, 0.2, 0.3])
+    finally:
+        bringup.close()
+    data = np.load(path)
+    compute = data['compute']
+    parts = np.stack([data['phase_input'], data['phase_update'], data['phase_publish']])
+    print(f'{compute.size} ticks; p50 [us] compute {np.median(compute) * 1e6:.1f}, input, '
+          f'update, publish {np.round(np.median(parts, axis=1) * 1e6, 1)}')
+    assert compute.size > 500
+    assert np.all(parts >= 0.0) and np.all(parts.sum(axis=0) <= compute)
+    published = parts[2] > 0.0
+    assert np.all(parts[1][published] > 0.0)
+    assert published.mean() > 0.5  # a 500 Hz stream of commands while the arm moved

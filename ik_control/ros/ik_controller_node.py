@@ -105,6 +105,9 @@ EVENT_LOG_PERIOD = 1.0
 #: joint_states older than this when the command goes out (or stamped in the future) do
 #: not count in the latency statistics: a wrong or zero stamp, not a latency [s]
 MAX_LATENCY = 1.0
+#: the parts of a tick timed in the loop statistics (statistics_file, bench loop): taking
+#: and parsing goals and joint_states, the controller's update, publishing the command
+TICK_PHASES = ('input', 'update', 'publish')
 
 
 class _TickStats(LoopStats):
@@ -148,7 +151,7 @@ class IkControllerNode(Node):
         self._refusals = 0
         self._bad_stamps = 0  # joint_states whose stamp gives no latency (MAX_LATENCY)
         self._event_logged = {}  # event kind -> (last log time [s], left out since)
-        self.stats = _TickStats()
+        self.stats = _TickStats(phases=TICK_PHASES)
         self._last_tick = -math.inf
         self.period = 1.0 / values['rate_hz']
         if values['loop'] not in LOOP_MODES:
@@ -541,9 +544,14 @@ class IkControllerNode(Node):
 
     def _control(self, now=None):
         now = self._now() if now is None else now
+        phase = self.stats.phase
+        t0 = time.perf_counter()
         command = self.controller.update(now)
+        t1 = time.perf_counter()
+        phase[1] = t1 - t0
         if command is not None:
             self._publish_command(command, now)
+            phase[2] = time.perf_counter() - t1
         if np.any(self.controller.goal_reached != self._last_goal):
             self._publish_goal()
         if self.controller.events:
@@ -586,6 +594,7 @@ class IkControllerNode(Node):
         # keeps. Read after the tick's own, under use_sim_time a /clock message landing
         # between the two readings shifted the committed path 2 ms back per twist, and a
         # real jump twice over (the state then stale at once: test_reliability)
+        t0 = time.perf_counter()
         for sub, callback in self._target_subs:
             message = take_latest(sub)
             if message is not None:
@@ -604,6 +613,7 @@ class IkControllerNode(Node):
                 self.stats.declined = True
                 return None
         self._last_tick = time.perf_counter()
+        self.stats.phase[0] = self._last_tick - t0
         command = self._control(now)
         if stamp is None or command is None:
             return None

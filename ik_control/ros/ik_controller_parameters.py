@@ -74,9 +74,10 @@ PARAMETERS = {
                              'sleeping (sleep wakes late, and a sleeping core runs the '
                              'next tick from cold caches) [s]; at or above 1/rate_hz the '
                              'loop never sleeps and keeps one core busy.', 0.0, 1.0),
-    'statistics_file': Param('', 'If set, the loop statistics (tick start, compute time, '
-                                 'joint_states age; s) are written to this .npz file at '
-                                 'shutdown (used by ik_control bench loop).'),
+    'statistics_file': Param('', 'If set, the loop statistics (tick start, compute time and '
+                                 'its parts input, update and publish, joint_states age; s) '
+                                 'are written to this .npz file at shutdown (used by '
+                                 'ik_control bench loop).'),
     'joint_state_timeout': Param(_C.joint_state_timeout, 'joint_states older than this '
                                  'stop the arm [s].', 0.001, 10.0, True),
     'twist_timeout': Param(_C.twist_timeout, 'A target_twist is followed for this long '

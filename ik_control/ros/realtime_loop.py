@@ -92,34 +92,50 @@ def take_latest(subscription):
 
 
 class LoopStats:
-    """Ring buffers of tick start [s], compute [s] and trigger-message age [s]."""
+    """
+    Ring buffers of tick start [s], compute [s] and trigger-message age [s].
 
-    def __init__(self, size=STATS_SIZE):
+    ``phases``: names of the parts of a tick's compute whose durations [s] the tick
+    writes to :attr:`phase` (one value each) before it is recorded: a profile of every
+    tick as it runs, at the cost of a clock reading per part.
+    """
+
+    def __init__(self, size=STATS_SIZE, phases=()):
         """Allocate the buffers."""
         self.start = np.zeros(size)
         self.compute = np.zeros(size)
         self.age = np.full(size, np.nan)
+        self.phase_names = tuple(phases)
+        self.phase = np.zeros(len(self.phase_names))  # this tick's, filled by the tick
+        self.phases = np.zeros((size, len(self.phase_names)))
         self.count = 0
 
     def record(self, start, compute, age):
-        """Store one tick."""
+        """Store one tick (and its :attr:`phase` durations, which are then zeroed)."""
         i = self.count % self.start.size
         self.start[i] = start
         self.compute[i] = compute
         self.age[i] = age
+        self.phases[i] = self.phase
+        self.phase[:] = 0.0
         self.count += 1
 
     def arrays(self, last=None):
         """Return the buffered ticks (``last`` ones only) in time order: start, compute, age."""
-        size = self.start.size
-        n = min(self.count, size if last is None else min(last, size))
-        order = np.arange(self.count - n, self.count) % size
+        order = self._order(last)
         return self.start[order], self.compute[order], self.age[order]
 
+    def _order(self, last):
+        size = self.start.size
+        n = min(self.count, size if last is None else min(last, size))
+        return np.arange(self.count - n, self.count) % size
+
     def save(self, path):
-        """Write the buffered ticks to ``path`` (.npz with start, compute, age [s])."""
+        """Write the buffered ticks to ``path`` (.npz: start, compute, age, phase [s])."""
         start, compute, age = self.arrays()
-        np.savez(path, start=start, compute=compute, age=age)
+        phases = self.phases[self._order(None)]
+        np.savez(path, start=start, compute=compute, age=age,
+                 **{f'phase_{name}': phases[:, k] for k, name in enumerate(self.phase_names)})
 
     def summary(self, period, last=None):
         """Return :func:`summarize` of the buffered ticks (the ``last`` ones only)."""
@@ -127,8 +143,13 @@ class LoopStats:
         return summarize(start, compute, age, period)
 
 
-def summarize(start, compute, age, period):
-    """Return rate [Hz], period jitter, compute and age percentiles [us] of ticks (in s)."""
+def summarize(start, compute, age, period, phases=None):
+    """
+    Return rate [Hz], period jitter, compute and age percentiles [us] of ticks (in s).
+
+    ``phases``: optional ``{name: durations [s] per tick}`` (:class:`LoopStats`), whose
+    percentiles are given as ``<name>_us_p50`` and so on.
+    """
     if start.size < 3:
         return {}
     jitter = np.abs(np.diff(start) - period) * 1e6
@@ -136,7 +157,8 @@ def summarize(start, compute, age, period):
     age = age[~np.isnan(age)] * 1e6
     out = {'ticks': int(start.size),
            'rate_hz': float((start.size - 1) / (start[-1] - start[0]))}
-    for name, values in (('jitter', jitter), ('compute', compute), ('latency', age)):
+    parts = [(name, values * 1e6) for name, values in (phases or {}).items()]
+    for name, values in [('jitter', jitter), ('compute', compute), ('latency', age)] + parts:
         if values.size:
             p50, p99, p999 = np.percentile(values, [50, 99, 99.9])
             out.update({f'{name}_us_p50': float(p50), f'{name}_us_p99': float(p99),

@@ -9,7 +9,9 @@ statistics (tick start, compute time and joint_states age, from
 measurement window give:
 
 * the achieved rate [Hz] and the tick-period jitter ``|t_k+1 - t_k - T|`` p50/p99/p99.9/max;
-* the compute time of a tick (take messages, solve, limit, publish) [us];
+* the compute time of a tick (take messages, solve, limit, publish) [us], and of each of
+  its parts as the node times them in every tick (``TICK_PHASES``: taking and parsing
+  goals and joint_states, the controller's update, publishing the command);
 * the latency from a joint_states message's stamp to the command published for it [us].
 
 With ``action_client``, the chosen design is measured twice instead, once with the goals
@@ -31,6 +33,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.ros.conversions import pose_stamped
 from ik_control.ros.harness.node_process import node_environment, NodeProcess
+from ik_control.ros.ik_controller_node import TICK_PHASES
 from ik_control.ros.realtime_loop import summarize
 import numpy as np
 import rclpy
@@ -111,8 +114,10 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
         sim.stop()
     data = np.load(ctl_stats)
     keep = (data['start'] >= t_start) & (data['start'] <= t_end)
+    phases = {name[len('phase_'):]: data[name][keep] for name in data.files
+              if name.startswith('phase_')}
     figures = summarize(data['start'][keep], data['compute'][keep], data['age'][keep],
-                        1.0 / rate_hz)
+                        1.0 / rate_hz, phases)
     figures.update({'label': label, 'loop': loop, 'priority': priority, 'seconds': seconds,
                     'goals': goals})
     if client is not None:
@@ -212,6 +217,15 @@ def table(results):
         row = [r['label'], f"{r['seconds']:.0f}"] + [
             f'{r[c]:.1f}' if c in r else '-' for c in cols]
         lines.append('  '.join(f'{v:>13}' for v in row))
+    # where the compute goes: the node's own timing of each part of every tick
+    parts = [p for p in TICK_PHASES if any(f'{p}_us_p50' in r for r in results['configs'])]
+    if parts:
+        lines += ['', 'compute by part of the tick (us, p50 / p99): '
+                  + ', '.join(f'{p}' for p in parts)]
+        for r in results['configs']:
+            cells = [f"{r[f'{p}_us_p50']:.1f} / {r[f'{p}_us_p99']:.1f}"
+                     if f'{p}_us_p50' in r else '-' for p in parts]
+            lines.append('  '.join(f'{v:>15}' for v in [r['label']] + cells))
     for r in results['configs']:
         if 'action_goals' in r:
             lines.append(f"{r['label']}: {r['action_goals']} MoveToPose goals, "
