@@ -217,14 +217,15 @@ def table(results):
         row = [r['label'], f"{r['seconds']:.0f}"] + [
             f'{r[c]:.1f}' if c in r else '-' for c in cols]
         lines.append('  '.join(f'{v:>13}' for v in row))
-    # where the compute goes: the node's own timing of each part of every tick
+    # where the compute goes: the node's own timing of each part of every tick ('-': not
+    # part of that design's tick, e.g. the timer's inputs, taken by the executor)
     parts = [p for p in TICK_PHASES if any(f'{p}_us_p50' in r for r in results['configs'])]
     if parts:
         lines += ['', 'compute by part of the tick (us, p50 / p99): '
                   + ', '.join(f'{p}' for p in parts)]
         for r in results['configs']:
             cells = [f"{r[f'{p}_us_p50']:.1f} / {r[f'{p}_us_p99']:.1f}"
-                     if f'{p}_us_p50' in r else '-' for p in parts]
+                     if r.get(f'{p}_us_p99', 0.0) > 0.0 else '-' for p in parts]
             lines.append('  '.join(f'{v:>15}' for v in [r['label']] + cells))
     for r in results['configs']:
         if 'action_goals' in r:
