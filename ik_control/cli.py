@@ -241,7 +241,7 @@ def _move(args):
 
 
 def _bench_ik(args):
-    from ik_control.bench import ik
+    from ik_control.bench import arms, ik
 
     if (args.samples < 1 or args.timeout_ms <= 0 or args.tolerance <= 0
             or (args.peer_samples is not None and args.peer_samples < 1)):
@@ -260,10 +260,10 @@ def _bench_ik(args):
     if len({len(c) for c in custom}) != 1:
         raise InputError('give --urdf, --base and --tip once per robot (same count of each)')
     robots = list(args.robot or [])
-    robots += [ik.custom_robot(u, b, t) for u, b, t in zip(*custom)]
+    robots += [arms.custom_robot(u, b, t) for u, b, t in zip(*custom)]
     if args.robots_file:
-        robots += ik.read_robots_file(args.robots_file)
-    results = ik.run(robot_names=tuple(robots or ik.ROBOTS), samples=args.samples,
+        robots += arms.read_robots_file(args.robots_file)
+    results = ik.run(robot_names=tuple(robots or arms.ROBOTS), samples=args.samples,
                      timeout_ms=args.timeout_ms, tolerance=args.tolerance, solvers=solvers,
                      seed=args.seed, clock=args.clock, peer_samples=peers, progress=True)
     png = ik.plot(results, os.path.join(_output_dir(args), 'ik.png'))
@@ -374,7 +374,7 @@ def _bench_hal(args):
 
     if args.samples < 1:
         raise InputError('--samples must be positive')
-    results = hal.run(tuple(args.robot or hal.bench_ik.ROBOTS), args.samples, args.seed,
+    results = hal.run(tuple(args.robot or hal.arms.ROBOTS), args.samples, args.seed,
                       progress=None if args.json else _progress)
     _emit(args, 'hal', results, hal.table(results))
     return 0

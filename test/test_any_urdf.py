@@ -6,7 +6,7 @@ import json
 
 from hypothesis import given, settings, strategies as st
 from ik_control import cli
-from ik_control.bench.ik import EXAMPLE_ARMS, example_robot_urdf
+from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
 from ik_control.control.controller import ControllerConfig, ResolvedRateController
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.robot_model import CONTINUOUS_RANGE

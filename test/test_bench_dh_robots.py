@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from ik_control import cli, robots
+from ik_control.bench import arms
 from ik_control.bench import ik as bench_ik
 from ik_control.bench import step
 from ik_control.kinematics.dh_file import load_dh_file
@@ -52,8 +53,8 @@ def test_bench_ik_solves_on_a_dh_file_robot(sam9_results):
 def test_bench_ik_solutions_reach_the_dh_tables_pose(sam9_results):
     """Every solution, put through the DH table itself, reaches the sample's pose."""
     dh = load_dh_file(SAM9)
-    model = bench_ik.load_model(bench_ik.bench_robot(SAM9))
-    qs, _ = bench_ik.make_targets(model, sam9_results['samples'], sam9_results['seed'])
+    model = arms.load_model(arms.bench_robot(SAM9))
+    qs, _ = arms.make_targets(model, sam9_results['samples'], sam9_results['seed'])
     solved = {}
     for solver, r in sam9_results['robots']['sam9']['solvers'].items():
         assert len(r['solutions']) == r['samples']
@@ -68,22 +69,22 @@ def test_bench_ik_solutions_reach_the_dh_tables_pose(sam9_results):
 
 
 def test_bench_robots_from_dh_files():
-    robot = bench_ik.bench_robot(SAM9)
+    robot = arms.bench_robot(SAM9)
     assert (robot.name, robot.base, robot.tip, robot.source) == ('sam9', 'base_link', 'tool',
                                                                  SAM9)
     assert robot.urdf.endswith('sam9.urdf') and os.path.isfile(robot.urdf)
     with open(robot.urdf, encoding='utf-8') as stream:
         assert stream.read() == load_dh_file(SAM9).urdf()
     # the WAM's DH table: the same chain as urdf/wam.urdf
-    wam_dh = bench_ik.load_model(bench_ik.bench_robot(WAM_DH))
-    wam = bench_ik.load_model(bench_ik.bench_robot('wam'))
+    wam_dh = arms.load_model(arms.bench_robot(WAM_DH))
+    wam = arms.load_model(arms.bench_robot('wam'))
     assert wam_dh.joint_names == wam.joint_names
     q = np.random.default_rng(3).uniform(wam.lower, wam.upper)
     assert np.allclose(wam_dh.frame_placements(q), wam.frame_placements(q), atol=1e-9)
     with pytest.raises(ModelError, match='does not exist'):
-        bench_ik.bench_robot('no_such_robot.yaml')
+        arms.bench_robot('no_such_robot.yaml')
     with pytest.raises(InputError, match='DH file'):
-        bench_ik.bench_robot('r2d2')
+        arms.bench_robot('r2d2')
 
 
 def test_robots_file_takes_a_dh_file(tmp_path):
@@ -91,10 +92,10 @@ def test_robots_file_takes_a_dh_file(tmp_path):
     listing.write_text(f"- {{urdf: '{SAM9}'}}\n"
                        f"- {{name: sam9_arm, urdf: '{SAM9}', tip: link_5, "
                        f'joints: [joint1, joint2, joint3, joint4, joint5]}}\n')
-    whole, arm = bench_ik.read_robots_file(str(listing))
+    whole, arm = arms.read_robots_file(str(listing))
     assert (whole.name, whole.base, whole.tip) == ('sam9', 'base_link', 'tool')
     assert (arm.name, arm.base, arm.tip) == ('sam9_arm', 'base_link', 'link_5')
-    model = bench_ik.load_model(arm)
+    model = arms.load_model(arm)
     assert list(model.joint_names) == SAM9_JOINTS[:5]
 
 

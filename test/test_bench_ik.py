@@ -5,7 +5,10 @@ import os
 import subprocess
 import sys
 
+from ik_control.bench import arms
+from ik_control.bench import chains
 from ik_control.bench import ik as bench_ik
+from ik_control.bench import peers
 from ik_control.bench import report
 from ik_control.ik.position_ik import PositionIk
 from ik_control.validation import InputError
@@ -49,9 +52,9 @@ def test_our_solver_solves_at_least_99_percent_on_wam_and_panda(results):
 
 def test_every_reported_solution_reaches_its_pose(results):
     for name, entry in results['robots'].items():
-        robot = bench_ik.bench_robot(name)
-        model = bench_ik.load_model(robot)
-        _, targets = bench_ik.make_targets(model, results['samples'], results['seed'])
+        robot = arms.bench_robot(name)
+        model = arms.load_model(robot)
+        _, targets = arms.make_targets(model, results['samples'], results['seed'])
         for solver, r in entry['solvers'].items():
             if not r['available']:
                 continue
@@ -81,10 +84,10 @@ def test_a_peer_that_cannot_be_imported_is_reported_not_fatal(monkeypatch):
         raise ImportError("No module named 'not_installed_here'")
 
     def no_pykdl():
-        raise bench_ik.PeerUnavailable('no PyKDL module for this Python')
+        raise peers.PeerUnavailable('no PyKDL module for this Python')
 
-    monkeypatch.setitem(bench_ik.FACTORIES, 'ikpy', missing)
-    monkeypatch.setattr(bench_ik, 'load_pykdl', no_pykdl)
+    monkeypatch.setitem(peers.FACTORIES, 'ikpy', missing)
+    monkeypatch.setattr(peers, 'load_pykdl', no_pykdl)
     out = bench_ik.run(robot_names=('wam',), samples=5, solvers=('ik_control', 'kdl', 'ikpy'),
                        progress=False)
     solvers = out['robots']['wam']['solvers']
@@ -99,11 +102,11 @@ def test_a_peer_that_cannot_be_imported_is_reported_not_fatal(monkeypatch):
 
 def test_kdl_chain_built_from_the_model_matches_its_kinematics():
     try:
-        kdl = bench_ik.load_pykdl()
-    except bench_ik.PeerUnavailable as exc:
+        kdl = peers.load_pykdl()
+    except peers.PeerUnavailable as exc:
         pytest.skip(str(exc))
-    model = bench_ik.load_model(bench_ik.bench_robot('simon_right_arm'))
-    chain, order = bench_ik.kdl_chain(kdl, model)
+    model = arms.load_model(arms.bench_robot('simon_right_arm'))
+    chain, order = chains.kdl_chain(kdl, model)
     fk = kdl.ChainFkSolverPos_recursive(chain)
     for q in model.random_configurations(5, np.random.default_rng(1)):
         values = kdl.JntArray(model.nq)
@@ -139,8 +142,8 @@ def test_bench_ik_command_prints_json(tmp_path):
 
 def test_bench_ik_takes_any_urdf_and_chain(tmp_path):
     """An arm with continuous joints by --urdf/--base/--tip, TRAC-IK and rtb beside ours."""
-    arm = bench_ik.EXAMPLE_ARMS['kinova']
-    urdf = bench_ik.example_robot_urdf(arm[0])
+    arm = arms.EXAMPLE_ARMS['kinova']
+    urdf = arms.example_robot_urdf(arm[0])
     out = subprocess.run([sys.executable, '-m', 'ik_control.cli', 'bench', 'ik', '--urdf', urdf,
                           '--base', arm[1], '--tip', arm[2], '--samples', '30',
                           '--solvers', 'ik_control,trac_ik-speed,rtb-lm', '--json',
@@ -159,13 +162,13 @@ def test_bench_ik_takes_any_urdf_and_chain(tmp_path):
 
 
 def test_robots_file_lists_arms_and_refuses_bad_entries(tmp_path):
-    arm = bench_ik.EXAMPLE_ARMS['pr2']
+    arm = arms.EXAMPLE_ARMS['pr2']
     good = tmp_path / 'robots.yaml'
-    good.write_text(f"- {{name: pr2_right, urdf: '{bench_ik.example_robot_urdf(arm[0])}', "
+    good.write_text(f"- {{name: pr2_right, urdf: '{arms.example_robot_urdf(arm[0])}', "
                     f'base: {arm[1]}, tip: {arm[2]}}}\n')
-    robots = bench_ik.read_robots_file(str(good))
+    robots = arms.read_robots_file(str(good))
     assert [r.name for r in robots] == ['pr2_right'] and robots[0].joints is None
-    model = bench_ik.load_model(robots[0])
+    model = arms.load_model(robots[0])
     assert model.joint_names[0] == 'torso_lift_joint' and model.kind[0] == 1   # prismatic
     for text, message in (('{urdf: x}', 'must hold a list'),
                           ('- {urdf: missing.urdf, base: a, tip: b}', 'does not exist'),
@@ -175,7 +178,7 @@ def test_robots_file_lists_arms_and_refuses_bad_entries(tmp_path):
         bad = tmp_path / 'bad.yaml'
         bad.write_text(text)
         with pytest.raises(InputError, match=message):
-            bench_ik.read_robots_file(str(bad))
+            arms.read_robots_file(str(bad))
 
 
 @pytest.mark.parametrize('name', ['panda', 'simon_right_arm'])
@@ -186,18 +189,18 @@ def test_trac_ik_gets_the_model_limits_and_agrees_with_its_kinematics(name):
     SIMON's torso joints, locked on the chain, are fixed in the URDF TRAC-IK reads.
     (pytracik is pinned in requirements.txt: no skip where it is missing.)
     """
-    robot = bench_ik.bench_robot(name)
-    model = bench_ik.load_model(robot)
-    ctx = bench_ik.Context(robot, model, 1e-5, 0.005, bench_ik.CLOCKS['cpu'], 0,
-                           model.frame_placements(model.center + 0.1)[0])
-    solve = bench_ik.FACTORIES['trac_ik-speed'](ctx)
-    _, targets = bench_ik.make_targets(model, 20, 3)
+    robot = arms.bench_robot(name)
+    model = arms.load_model(robot)
+    ctx = peers.Context(robot, model, 1e-5, 0.005, bench_ik.CLOCKS['cpu'], 0,
+                        model.frame_placements(model.center + 0.1)[0])
+    solve = peers.FACTORIES['trac_ik-speed'](ctx)
+    _, targets = arms.make_targets(model, 20, 3)
     solved = 0
     for target in targets:
         q, own = solve(target)
         if own:
             assert np.all(q >= model.lower - 1e-9) and np.all(q <= model.upper + 1e-9)
-            solved += bench_ik.reaches(model, q, target, 1e-5)
+            solved += arms.reaches(model, q, target, 1e-5)
     assert solved >= 15
 
 
@@ -229,7 +232,7 @@ def test_report_writes_the_page_from_the_saved_results(tmp_path, results):
 
 # ------------------------------------------------------------------ the solver measured
 def test_position_ik_keeps_joint_limits_when_the_target_needs_a_joint_at_a_limit():
-    model = bench_ik.load_model(bench_ik.bench_robot('panda'))
+    model = arms.load_model(arms.bench_robot('panda'))
     q = model.center.copy()
     q[3] = model.upper[3]          # elbow at its limit
     q[5] = model.lower[5]
@@ -240,7 +243,7 @@ def test_position_ik_keeps_joint_limits_when_the_target_needs_a_joint_at_a_limit
 
 
 def test_position_ik_law_method_and_max_restarts():
-    model = bench_ik.load_model(bench_ik.bench_robot('wam'))
+    model = arms.load_model(arms.bench_robot('wam'))
     T = model.frame_placements(model.random_configurations(1, np.random.default_rng(4))[0])
     r = PositionIk(model, method='law').solve(T, rng=np.random.default_rng(0), time_budget=0.05)
     assert r.success
@@ -252,7 +255,7 @@ def test_position_ik_law_method_and_max_restarts():
 
 
 def test_position_ik_refuses_bad_input():
-    model = bench_ik.load_model(bench_ik.bench_robot('wam'))
+    model = arms.load_model(arms.bench_robot('wam'))
     ik = PositionIk(model)
     T = model.frame_placements(model.center)
     bad = T.copy()
@@ -265,7 +268,7 @@ def test_position_ik_refuses_bad_input():
 
 
 def test_position_ik_recovers_from_a_call_stretched_by_preemption():
-    model = bench_ik.load_model(bench_ik.bench_robot('panda'))
+    model = arms.load_model(arms.bench_robot('panda'))
     ticks = iter(np.arange(1, 1_000_000) * 1e-6)   # a clock that advances 1 us a reading
     ik = PositionIk(model, clock=lambda: next(ticks))
     # as after one compiled call descheduled for milliseconds: the estimate of the time per

@@ -11,21 +11,21 @@ share of answers inside the joint limits, and the time of the closed form [ms].
 
 import time
 
-from ik_control.bench import ik as bench_ik
+from ik_control.bench import arms
 from ik_control.ik.hal import HalArm
 import numpy as np
 
 STEPS = (0, 1, 3)
 
 
-def run(robot_names=bench_ik.ROBOTS, samples=300, seed=0, progress=None):
+def run(robot_names=arms.ROBOTS, samples=300, seed=0, progress=None):
     """Return a JSON-ready dict of the errors (module docstring)."""
     results = {'samples': samples, 'seed': seed, 'refine_steps': list(STEPS), 'robots': {}}
     for name in robot_names:
         if progress:
             progress(f'{name}: {samples} targets')
-        model = bench_ik.load_model(bench_ik.bench_robot(name))
-        _, targets = bench_ik.make_targets(model, samples, seed)
+        model = arms.load_model(arms.bench_robot(name))
+        _, targets = arms.make_targets(model, samples, seed)
         arm = HalArm(model)
         q0 = model.center
         errors = {k: [] for k in STEPS}

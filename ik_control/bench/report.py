@@ -55,7 +55,7 @@ def machine_info():
         except metadata.PackageNotFoundError:
             rows.append((label, 'not installed'))
     try:
-        from ik_control.bench.ik import load_pykdl
+        from ik_control.bench.peers import load_pykdl
         rows.append(('PyKDL', getattr(load_pykdl(), '__version__', 'unknown version')))
     except Exception as exc:  # noqa: B902 - any reason is reported, not fatal
         rows.append(('PyKDL', f'not available: {exc}'))
