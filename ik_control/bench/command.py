@@ -195,26 +195,29 @@ def _bench_hal(args):
     return 0
 
 
+def _output_options(parser, name):
+    """Add --json, --output-dir and --save (of ``<output-dir>/<name>.json``) to ``parser``."""
+    parser.add_argument('--json', action='store_true', help='print JSON instead of the table')
+    parser.add_argument('--output-dir', default='bench_results',
+                        help=f'where {name}.json and its plot go (default: bench_results)')
+    parser.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
+                        help=f'write <output-dir>/{name}.json (default: yes)')
+
+
 def add_parser(sub):
     """Add ``bench`` and its subcommands to the ``ik_control`` command's ``sub`` parsers."""
     bench = sub.add_parser('bench', help='benchmarks (figures and plots)')
     bsub = bench.add_subparsers(dest='bench', required=True)
     b = bsub.add_parser('buss', help="Buss's Y / double-Y tracking experiment")
     b.add_argument('--steps', type=int, default=1200)
-    b.add_argument('--json', action='store_true')
-    b.add_argument('--output-dir', default='bench_results')
-    b.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                   help='write <output-dir>/buss.json (default: yes)')
+    _output_options(b, 'buss')
     b.set_defaults(func=_bench_buss)
     s = bsub.add_parser('step', help='microseconds per control update vs pink')
     s.add_argument('--samples', type=int, default=20000)
     s.add_argument('--robot', action='append', metavar='ROBOT',
                    help='bundled robot (wam, simon, simon_right_arm) or DH file (.yaml, e.g. '
                         'config/robots/sam9.yaml); repeatable (default: wam and simon)')
-    s.add_argument('--json', action='store_true')
-    s.add_argument('--output-dir', default='bench_results')
-    s.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                   help='write <output-dir>/step.json (default: yes)')
+    _output_options(s, 'step')
     s.set_defaults(func=_bench_step)
 
     lp = bsub.add_parser('loop', help='SIMON at 1 kHz: rate, jitter, latency per loop design')
@@ -225,10 +228,7 @@ def add_parser(sub):
     lp.add_argument('--action-client', action='store_true',
                     help='the chosen design with topic goals, then with MoveToPose action '
                          'goals and feedback (writes loop_action.json)')
-    lp.add_argument('--json', action='store_true')
-    lp.add_argument('--output-dir', default='bench_results')
-    lp.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                    help='write <output-dir>/loop.json (default: yes)')
+    _output_options(lp, 'loop')
     lp.set_defaults(func=_bench_loop)
 
     ik = bsub.add_parser('ik', help="position IK solve rate and time vs peers (TRAC-IK's method)")
@@ -260,11 +260,7 @@ def add_parser(sub):
     ik.add_argument('--clock', choices=('cpu', 'wall'), default='cpu',
                     help='time source: process CPU time [s] (default; other load on the '
                          'machine does not count) or wall-clock time')
-    ik.add_argument('--json', action='store_true', help='print JSON instead of the table')
-    ik.add_argument('--output-dir', default='bench_results',
-                    help='where ik.json and ik.png go (default: bench_results)')
-    ik.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                    help='write <output-dir>/ik.json (default: yes)')
+    _output_options(ik, 'ik')
     ik.set_defaults(func=_bench_ik)
 
     st = bsub.add_parser('style', help='stylized motion (TSFKS + eq. 2) vs CCD on SIMON: '
@@ -285,11 +281,7 @@ def add_parser(sub):
                          "ik_controller's joint-trajectory law, the robot's saturation on "
                          '(default); --no-limits: each at its own speed, limits off (the '
                          'earlier measurement)')
-    st.add_argument('--json', action='store_true', help='print JSON instead of the table')
-    st.add_argument('--output-dir', default='bench_results',
-                    help='where style.json and style.png go (default: bench_results)')
-    st.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                    help='write <output-dir>/style.json (default: yes)')
+    _output_options(st, 'style')
     st.set_defaults(func=_bench_style)
 
     jt = bsub.add_parser('jtrrt', help='JT-RRT vs the Bertram baseline vs RRT-Connect on six '
@@ -310,11 +302,7 @@ def add_parser(sub):
                     help='also draw a picture of each scenario there (e.g. docs/jtrrt); '
                          'with --runs 0 only the pictures')
     jt.add_argument('--tag', default='', help='suffix of the result files (jtrrt<tag>.json)')
-    jt.add_argument('--json', action='store_true', help='print JSON instead of the table')
-    jt.add_argument('--output-dir', default='bench_results',
-                    help='where jtrrt.json and jtrrt.png go (default: bench_results)')
-    jt.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                    help='write <output-dir>/jtrrt.json (default: yes)')
+    _output_options(jt, 'jtrrt')
     jt.set_defaults(func=_bench_jtrrt)
 
     report = bsub.add_parser('report', help='write docs/performance.md from the saved results')
@@ -333,11 +321,7 @@ def add_parser(sub):
     fz.add_argument('--robot', choices=('wam', 'simon'), default='wam',
                     help='bundled robot (default: wam)')
     fz.add_argument('--seed', type=int, default=0, help='seed of the random messages')
-    fz.add_argument('--json', action='store_true', help='print JSON instead of the table')
-    fz.add_argument('--output-dir', default='bench_results',
-                    help='where fuzz.json goes (default: bench_results)')
-    fz.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                    help='write <output-dir>/fuzz.json (default: yes)')
+    _output_options(fz, 'fuzz')
     fz.set_defaults(func=_bench_fuzz)
 
     rc = bsub.add_parser('reach', help='the controller core from random states to random '
@@ -352,10 +336,7 @@ def add_parser(sub):
     rc.add_argument('--centering-gain', action='append', type=float,
                     help='nullspace.centering_gain [rad^2/s] (repeatable; default: the '
                     "config's)")
-    rc.add_argument('--json', action='store_true', help='print JSON instead of the table')
-    rc.add_argument('--output-dir', default='bench_results', help='where reach.json goes')
-    rc.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                    help='write <output-dir>/reach.json (default: yes)')
+    _output_options(rc, 'reach')
     rc.set_defaults(func=_bench_reach)
 
     soak = bsub.add_parser('soak', help='the controller at its configured rate for minutes, '
@@ -367,11 +348,7 @@ def add_parser(sub):
     soak.add_argument('--realtime-priority', type=int, default=0, metavar='P',
                       help='SCHED_FIFO priority of both nodes, 1-98 (default: 0, normal '
                            'scheduling; the OS may refuse it, the nodes then say so)')
-    soak.add_argument('--json', action='store_true', help='print JSON instead of the table')
-    soak.add_argument('--output-dir', default='bench_results',
-                      help='where soak.json and soak.png go (default: bench_results)')
-    soak.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                      help='write <output-dir>/soak.json (default: yes)')
+    _output_options(soak, 'soak')
     soak.set_defaults(func=_bench_soak)
 
     hl = bsub.add_parser('hal', help="HAL's hand error before and after refinement steps")
@@ -379,8 +356,5 @@ def add_parser(sub):
                     help='robot to run (repeatable; default: all three)')
     hl.add_argument('--samples', type=int, default=300, help='targets per robot')
     hl.add_argument('--seed', type=int, default=0, help='seed of the random configurations')
-    hl.add_argument('--json', action='store_true', help='print JSON instead of the table')
-    hl.add_argument('--output-dir', default='bench_results', help='where hal.json goes')
-    hl.add_argument('--save', action=argparse.BooleanOptionalAction, default=True,
-                    help='write <output-dir>/hal.json (default: yes)')
+    _output_options(hl, 'hal')
     hl.set_defaults(func=_bench_hal)
