@@ -92,7 +92,8 @@ def run_controller(seconds=8.0, rate=1000.0, period=4.0, radius=0.1, height=0.06
                    progress=None):
     """Run the demo through the controller core (module docstring); as :func:`run`."""
     from ik_control.control.closed_loop import run_closed_loop
-    from ik_control.control.controller import ControllerConfig, ResolvedRateController
+    from ik_control.control.config import ControllerConfig
+    from ik_control.control.controller import ResolvedRateController
 
     model = robots.robot('simon')
     q0 = robots.ready_pose('simon')

@@ -11,8 +11,9 @@ from dataclasses import replace
 from command_checks import assert_window_within_limits
 from ik_control import cli, robots
 from ik_control.control.classical_mode import ClassicalMode
+from ik_control.control.config import ControllerConfig
 from ik_control.control.constrained_motion import constraints_from_yaml
-from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.constraints import Handle, PointOnPlane
 from ik_control.ik.hal import HalArm
 from ik_control.kinematics import RobotModel

@@ -15,7 +15,8 @@ import math
 from command_checks import assert_window_within_limits
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
-from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.control.config import ControllerConfig
+from ik_control.control.controller import ResolvedRateController
 from ik_control.control.goal_state import GoalState
 from ik_control.control.robot_link import CONFIRM_SAMPLES, LinkState, POSITION_NOISE
 from ik_control.control.status import Status

@@ -81,7 +81,8 @@ def _closed_loop(controller, q, ticks, dt, start=0.0, each=None):
 
 def test_the_controller_follows_a_plan_within_its_limits_and_holds_its_end():
     from command_checks import assert_window_within_limits
-    from ik_control.control.controller import ControllerConfig, ResolvedRateController
+    from ik_control.control.config import ControllerConfig
+    from ik_control.control.controller import ResolvedRateController
 
     config = ControllerConfig(rate_hz=500.0, max_acceleration=(5.0,))
     c = ResolvedRateController(WAM, config)
@@ -104,7 +105,8 @@ def test_the_controller_follows_a_plan_within_its_limits_and_holds_its_end():
 
 def _wam_following_a_plan():
     """Return a WAM controller following a 5 s joint plan from the ready pose, and that pose."""
-    from ik_control.control.controller import ControllerConfig, ResolvedRateController
+    from ik_control.control.config import ControllerConfig
+    from ik_control.control.controller import ResolvedRateController
 
     c = ResolvedRateController(WAM, ControllerConfig(rate_hz=500.0))
     q0 = robots.ready_pose('wam')
@@ -190,7 +192,8 @@ def test_a_starved_loop_follows_the_plans_path_and_ends_late():
     with ``slow_down`` not called) and the plan ends late, within every limit.
     """
     from command_checks import assert_window_within_limits
-    from ik_control.control.controller import ControllerConfig, ResolvedRateController
+    from ik_control.control.config import ControllerConfig
+    from ik_control.control.controller import ResolvedRateController
 
     config = ControllerConfig(rate_hz=500.0, max_acceleration=(5.0,))
     c = ResolvedRateController(WAM, config)

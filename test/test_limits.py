@@ -4,7 +4,8 @@ from command_checks import assert_window_within_limits
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
 from ik_control.control import limits
-from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.control.config import ControllerConfig
+from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.solver import METHODS, SolverConfig
 import numpy as np
 import pinocchio as pin

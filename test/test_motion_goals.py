@@ -13,7 +13,8 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.control.closed_loop import run_closed_loop
-from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.control.config import ControllerConfig
+from ik_control.control.controller import ResolvedRateController
 from ik_control.control.goal_state import GoalState
 from ik_control.control.spline_path import KeyPosePath
 from ik_control.control.velocity_profile import load_profile, ProfileMotion

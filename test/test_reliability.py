@@ -20,7 +20,8 @@ import time
 from command_checks import assert_window_within_limits
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
-from ik_control.control.controller import ControllerConfig, ResolvedRateController
+from ik_control.control.config import ControllerConfig
+from ik_control.control.controller import ResolvedRateController
 from ik_control.control.robot_link import CONFIRM_SAMPLES
 from ik_control.control.status import Status
 from ik_control.ik.solver import SolverConfig

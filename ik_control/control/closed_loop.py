@@ -15,7 +15,7 @@ transport latency to absorb here). The target set at ``now`` is then reached at
 
 from dataclasses import dataclass
 
-from ik_control.control.controller import ControllerConfig
+from ik_control.control.config import ControllerConfig
 from ik_control.ik.solver import SolverConfig
 import numpy as np
 

@@ -11,7 +11,7 @@ model and its fixed obstacles; a bad value is an :class:`InputError` or a
 :class:`StartupError` with a clear message.
 """
 
-from ik_control.control.controller import ControllerConfig
+from ik_control.control.config import ControllerConfig
 from ik_control.ik.obstacles import MAX_OBSTACLES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
