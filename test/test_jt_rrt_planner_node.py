@@ -144,4 +144,4 @@ def test_refusals_carry_their_reason(ros):
     bad = Marker(ns='bad', id=0, type=Marker.ARROW, action=Marker.ADD)
     bad.pose.orientation.w = 1.0
     ros.obstacles.publish(MarkerArray(markers=[bad]))
-    assert 'not CUBE, SPHERE or CYLINDER' in _diag(ros, DiagnosticStatus.WARN).message
+    assert 'not an obstacle shape' in _diag(ros, DiagnosticStatus.WARN).message

@@ -65,7 +65,6 @@ from ik_control.control.goal_state import GoalState
 from ik_control.control.spline_path import KeyPosePath, MAX_KEYS
 from ik_control.control.velocity_profile import load_profile, ProfileMotion
 from ik_control.ik.nullspace import manipulability
-from ik_control.ik.obstacles import bounding_radius, MAX_OBSTACLES
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
@@ -74,6 +73,7 @@ from ik_control.ros.ik_controller_parameters import (COMMAND_INTERFACES, control
                                                      fixed_obstacles, load_model, LOOP_MODES,
                                                      PARAMETERS, profile_request)
 from ik_control.ros.move_to_pose_server import MoveToPoseServer
+from ik_control.ros.obstacle_markers import MAX_MARKERS, ObstacleMarkers
 from ik_control.ros.parameters import coerce, declare_all, run_node, StartupError
 from ik_control.ros.realtime_loop import (LoopStats, PolledGroup, RealtimeLoop,
                                           set_realtime_priority, take_latest,
@@ -90,11 +90,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import MarkerArray
 
 NODE_NAME = 'ik_controller'
-MARKER_SHAPES = {Marker.SPHERE: 'sphere', Marker.CUBE: 'box', Marker.CYLINDER: 'cylinder'}
-MAX_MARKERS = 2 * MAX_OBSTACLES  # per MarkerArray message
 #: command_interface velocity: rate at which an offset between the robot (joint_states)
 #: and the commanded path is corrected [1/s] (time constant 0.1 s, slower than the
 #: joint_states period and the transport's latency, so the loop stays stable)
@@ -231,11 +229,9 @@ class IkControllerNode(Node):
         self._target_subs.append((plan, plan.callback))
         self._out = self.create_publisher(msg_type, output_topic, 10)
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        # (marker namespace, id) -> (shape, pose in the base frame, Marker scale)
-        self._obstacles = {}
-        self._fixed_obstacles = fixed_obstacles(values['obstacles.fixed'])
-        if self._fixed_obstacles:
-            self.controller.set_obstacle_shapes(self._fixed_obstacles)
+        self._markers = ObstacleMarkers(fixed_obstacles(values['obstacles.fixed']))
+        if self._markers.fixed:
+            self.controller.set_obstacle_shapes(self._markers.shapes())
         self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
         self.create_service(Trigger, '~/hold', self._on_hold)
         self.create_service(Trigger, '~/resume', self._on_resume)
@@ -439,43 +435,11 @@ class IkControllerNode(Node):
             changed = False
             for marker in msg.markers:
                 try:
-                    changed |= self._apply_marker(marker)
+                    changed |= self._markers.apply(marker, self._target_in_base)
                 except InputError as exc:
                     self._refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}")
             if changed:
-                self.controller.set_obstacle_shapes(self._fixed_obstacles
-                                                    + list(self._obstacles.values()))
-
-    def _apply_marker(self, marker):
-        """Add, replace or delete one obstacle; return True if the set changed."""
-        key = (marker.ns, marker.id)
-        if marker.action == Marker.DELETEALL:
-            self._obstacles.clear()
-            return True
-        if marker.action == Marker.DELETE:
-            return self._obstacles.pop(key, None) is not None
-        if marker.action != Marker.ADD:
-            raise InputError(f'unknown marker action {marker.action}')
-        shape = MARKER_SHAPES.get(marker.type)
-        if shape is None:
-            raise InputError(f'marker type {marker.type} is not an obstacle shape (SPHERE '
-                             f'{Marker.SPHERE}, CUBE {Marker.CUBE}, CYLINDER {Marker.CYLINDER})')
-        p, o, sc = marker.pose.position, marker.pose.orientation, marker.scale
-        T = np.eye(4)
-        T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'position')
-        T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w], 'orientation'))
-        scale = [sc.x, sc.y, sc.z]
-        try:
-            bounding_radius(shape, scale)  # refuses sizes that are not finite and positive
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        pose = self._target_in_base(marker.header.frame_id, T, marker.header.stamp)
-        if not np.all(np.isfinite(pose)):
-            raise InputError('pose is not finite in the base frame')
-        if key not in self._obstacles and len(self._obstacles) >= MAX_OBSTACLES:
-            raise InputError(f'already {MAX_OBSTACLES} obstacles')
-        self._obstacles[key] = (shape, pose.copy(), scale)
-        return True
+                self.controller.set_obstacle_shapes(self._markers.shapes())
 
     def _on_hold(self, request, response):
         with self.lock:

@@ -31,6 +31,7 @@ from ik_control.planning.jt_rrt import RrtSettings
 from ik_control.planning.obstacles import Obstacle, obstacles_from_yaml
 from ik_control.planning.pipeline import METHODS, Planner
 from ik_control.ros.conversions import arrays_to_joint_trajectory, joint_state_positions
+from ik_control.ros.obstacle_markers import marker_shape
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.validation import (finite_vector, IkControlError, InputError,
                                    quaternion_to_matrix, unit_quaternion)
@@ -62,7 +63,6 @@ PARAMETERS = {
     'obstacles': Param('[]', 'YAML list of {name, type, size, position, rpy} in the base '
                        'frame [m, rad]'),
 }
-MARKER_SHAPES = {Marker.CUBE: 'box', Marker.SPHERE: 'sphere', Marker.CYLINDER: 'cylinder'}
 MAX_OBSTACLES = 256      # markers kept at most (each adds a collision pair per robot shape)
 
 
@@ -157,15 +157,9 @@ class JtRrtPlannerNode(Node):
             self._report(DiagnosticStatus.ERROR, f'obstacles refused: {exc}')
 
     def _marker_obstacle(self, marker):
-        shape = MARKER_SHAPES.get(marker.type)
-        if shape is None:
-            raise InputError(f'marker type {marker.type} is not CUBE, SPHERE or CYLINDER')
-        p, o, s = marker.pose.position, marker.pose.orientation, marker.scale
-        T = np.eye(4)
-        T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'position')
-        T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w], 'orientation'))
+        shape, T, scale = marker_shape(marker)
         T = self._in_base(marker.header.frame_id, T)
-        scale = finite_vector([s.x, s.y, s.z], 3, 'scale')
+        scale = finite_vector(scale, 3, 'scale')
         size = {'box': tuple(scale), 'sphere': (0.5 * scale.max(),),
                 'cylinder': (0.5 * max(scale[0], scale[1]), scale[2])}[shape]
         return Obstacle(f'{marker.ns}/{marker.id}', shape, size, T)
