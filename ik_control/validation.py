@@ -21,6 +21,24 @@ class InputError(IkControlError):
     """A numeric input (configuration, target, gain) that is malformed or not finite."""
 
 
+def read_yaml(path, what):
+    """
+    Return the YAML document in file ``path``; :class:`InputError` if it cannot be read.
+
+    ``what`` names the file in the message: ``cannot read <what> '<path>': <reason>`` or
+    ``<what> '<path>' is not valid YAML: <error>``.
+    """
+    import yaml
+
+    try:
+        with open(path, encoding='utf-8') as stream:
+            return yaml.safe_load(stream)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{what} '{path}' is not valid YAML: {exc}") from None
+
+
 def finite_vector(value, size, what):
     """Return ``value`` as a float vector of length ``size`` or raise :class:`InputError`."""
     try:

@@ -72,3 +72,12 @@ def test_bad_task_files_are_refused(tmp_path, edit, message):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(InputError, match=message):
         paint.load_task(str(path))
+
+
+def test_a_task_file_that_is_not_yaml_is_refused_by_the_command(tmp_path, capsys):
+    """``ik_control paint --task`` on a file that is not YAML: one line naming it, exit 2."""
+    path = tmp_path / 'task.yaml'
+    path.write_text('key_poses: [unclosed\n')
+    assert cli.main(['paint', '--task', str(path), '--plot', str(tmp_path / 'p.png')]) == 2
+    err = capsys.readouterr().err
+    assert f"task '{path}' is not valid YAML" in err and 'Traceback' not in err

@@ -19,7 +19,7 @@ import tempfile
 from ik_control import robots
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import is_dh_file, load_dh_file
-from ik_control.validation import InputError
+from ik_control.validation import InputError, read_yaml
 import numpy as np
 import pinocchio as pin
 
@@ -145,13 +145,7 @@ def read_robots_file(path):
     relative ``urdf`` path is relative to the YAML file. ``urdf`` may be a DH file, whose
     ``base`` and ``tip`` default to its ``base_link`` and ``tool_link``.
     """
-    import yaml
-
-    try:
-        with open(path, encoding='utf-8') as stream:
-            entries = yaml.safe_load(stream)
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read robots file '{path}': {exc}") from None
+    entries = read_yaml(path, 'robots file')
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise InputError(f"robots file '{path}' must hold a list of mappings with urdf, base "
                          'and tip')

@@ -24,7 +24,7 @@ from ik_control.control.priorities import WeightSchedule
 from ik_control.control.spline_path import KeyPosePath
 from ik_control.kinematics.dh_file import xyz_rpy_transform
 from ik_control.validation import (finite_vector, IkControlError, InputError,
-                                   quaternion_to_matrix, unit_quaternion)
+                                   quaternion_to_matrix, read_yaml, unit_quaternion)
 import numpy as np
 
 TOP_KEYS = {'name', 'effector', 'key_poses', 'priorities'}
@@ -80,13 +80,4 @@ def parse_key_pose_file(data, source='path file'):
 
 def load_key_pose_file(path):
     """Read a key-pose path file (module docstring)."""
-    import yaml
-
-    try:
-        with open(path, encoding='utf-8') as stream:
-            data = yaml.safe_load(stream)
-    except OSError as exc:
-        raise InputError(f"cannot read path file '{path}': {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"path file '{path}' is not valid YAML: {exc}") from None
-    return parse_key_pose_file(data, f"path file '{path}'")
+    return parse_key_pose_file(read_yaml(path, 'path file'), f"path file '{path}'")

@@ -35,7 +35,7 @@ import math
 
 from ik_control.control.priorities import WeightSchedule
 from ik_control.control.spline_path import cubic_knot_velocities, CubicSpline
-from ik_control.validation import InputError
+from ik_control.validation import InputError, read_yaml
 import numpy as np
 import pinocchio as pin
 
@@ -110,16 +110,7 @@ def parse_profile(data, source='profile'):
 
 def load_profile(path):
     """Read a velocity profile file (module docstring)."""
-    import yaml
-
-    try:
-        with open(path, encoding='utf-8') as stream:
-            data = yaml.safe_load(stream)
-    except OSError as exc:
-        raise InputError(f"cannot read profile '{path}': {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"profile '{path}' is not valid YAML: {exc}") from None
-    return parse_profile(data, f"profile '{path}'")
+    return parse_profile(read_yaml(path, 'profile'), f"profile '{path}'")
 
 
 class ProfilePlayer:

@@ -35,7 +35,7 @@ from ik_control.examples.plotting import equal_3d_axes
 from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import load_dh_file, xyz_rpy_transform
-from ik_control.validation import finite_vector, InputError
+from ik_control.validation import finite_vector, InputError, read_yaml
 import numpy as np
 import pinocchio as pin
 
@@ -85,13 +85,7 @@ def _positive(data, key, what):
 
 def load_task(path):
     """Read a painting task file (``config/motions/paint_door.yaml``); InputError if bad."""
-    import yaml
-
-    try:
-        with open(path, encoding='utf-8') as stream:
-            data = yaml.safe_load(stream)
-    except OSError as exc:
-        raise InputError(f"cannot read task '{path}': {exc.strerror}") from None
+    data = read_yaml(path, 'task')
     what = f"task '{path}'"
     if not isinstance(data, dict):
         raise InputError(f'{what}: expected a mapping')

@@ -22,7 +22,7 @@ from ik_control.control.path_file import parse_key_pose_file
 from ik_control.control.spline_path import PathFollower
 from ik_control.control.velocity_profile import parse_profile, ProfilePlayer
 from ik_control.examples.plotting import equal_3d_axes
-from ik_control.validation import finite_vector, InputError
+from ik_control.validation import finite_vector, InputError, read_yaml
 import numpy as np
 import pinocchio as pin
 
@@ -31,15 +31,7 @@ SETTLE = 0.5   # run on after the motion's end [s]
 
 def load_motion(path):
     """Return ``('profile', VelocityProfile)`` or ``('path', KeyPoseFile)`` from a file."""
-    import yaml
-
-    try:
-        with open(path, encoding='utf-8') as stream:
-            data = yaml.safe_load(stream)
-    except OSError as exc:
-        raise InputError(f"cannot read motion '{path}': {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"motion '{path}' is not valid YAML: {exc}") from None
+    data = read_yaml(path, 'motion')
     if isinstance(data, dict) and 'samples' in data:
         return 'profile', parse_profile(data, f"profile '{path}'")
     if isinstance(data, dict) and 'key_poses' in data:
