@@ -320,17 +320,17 @@ def test_time_scale_is_the_least_slow_down_within_the_limits(seed, gain):
 
 def test_bench_follow_keeps_the_controller_limits_and_ends_on_the_plan():
     """The controller's joint-trajectory law: a velocity step becomes a ramp within limits."""
-    from ik_control.bench import style
+    from ik_control.bench import style_execution
 
-    limits = style.simon_limits(SIMON)
+    limits = style_execution.simon_limits(SIMON)
     assert limits.a_max.max() <= 5.0 and np.all(limits.v_max <= SIMON.velocity_limit)
     q0 = SIMON.center.copy()
     # CCD-like: from rest at once to 0.3 rad/s on three joints for 1 s (points only)
     times = np.arange(1001) * 1e-3
     plan = np.tile(q0, (times.size, 1))
     plan[:, [2, 5, 8]] += 0.3 * times[:, None]
-    q, v, limited = style.follow(SIMON, limits, times, plan)
-    dt = style.DT
+    q, v, limited = style_execution.follow(SIMON, limits, times, plan)
+    dt = style_execution.DT
     assert np.all(np.abs(v) <= limits.v_max + 1e-9)
     assert np.max(np.abs(np.diff(v, axis=0)) / dt - limits.a_max) <= 1e-6
     np.testing.assert_allclose(q[1:], q[:-1] + 0.5 * (v[1:] + v[:-1]) * dt, atol=1e-12)
@@ -340,8 +340,8 @@ def test_bench_follow_keeps_the_controller_limits_and_ends_on_the_plan():
     # a plan within the limits is followed closely
     slow = np.tile(q0, (times.size, 1))
     slow[:, 5] += 0.2 * (1.0 - np.cos(np.pi * times))  # 0.2 pi rad/s, 2 rad/s^2 peak
-    q, v, _ = style.follow(SIMON, limits, times, slow,
-                           np.gradient(slow, dt, axis=0))
+    q, v, _ = style_execution.follow(SIMON, limits, times, slow,
+                                     np.gradient(slow, dt, axis=0))
     assert np.max(np.abs(q[:times.size, 5] - slow[:, 5])) < 2e-3
 
 
@@ -353,11 +353,12 @@ def test_style_bench_runs_both_methods_within_the_robot_limits():
     that enforces its limits clamps both: that is what the bench no longer measures.
     """
     from ik_control.bench import style
+    from ik_control.bench import style_execution
     from ik_control.ik.ccd import CcdMotion
 
     adapter = StyleAdapter('pick_and_place')
     model = adapter.model
-    limits = style.simon_limits(model)
+    limits = style_execution.simon_limits(model)
     urdf = robots.urdf_path('simon')
     q0 = adapter.pose_at('pick')
     point = np.array([0.42, -0.45, 1.05])
@@ -367,11 +368,11 @@ def test_style_bench_runs_both_methods_within_the_robot_limits():
     ccd_pos = style.ccd_segment(ccd, point, q0, 3000)
     s = time_scale(motion.velocities, style.DT, limits.v_max, limits.a_max)
     assert s > 1.0                          # the exemplar asks more than 5 rad/s^2
-    sty, sty_clamps, _ = style.execute_plan(model, limits, urdf,
-                                            np.arange(len(pos)) * style.DT * s, pos, vel / s)
-    cc, ccd_clamps, ccd_limited = style.execute_plan(model, limits, urdf,
-                                                     np.arange(len(ccd_pos)) * style.DT * s,
-                                                     ccd_pos)
+    run = style_execution.execute_plan
+    sty, sty_clamps, _ = run(model, limits, urdf, np.arange(len(pos)) * style.DT * s, pos,
+                             vel / s)
+    cc, ccd_clamps, ccd_limited = run(model, limits, urdf,
+                                      np.arange(len(ccd_pos)) * style.DT * s, ccd_pos)
     assert sty_clamps == 0 and ccd_clamps == 0
     assert ccd_limited > 0                  # CCD's per-tick velocity steps were ramped
     assert len(sty) - 1 >= (len(pos) - 1) * s and len(cc) - 1 >= (len(ccd_pos) - 1) * s
@@ -379,10 +380,11 @@ def test_style_bench_runs_both_methods_within_the_robot_limits():
     assert np.linalg.norm(style._hand(adapter, sty[i]) - point) < 0.05
     assert np.linalg.norm(style._hand(adapter, cc[-1]) - point) < 0.02
     # the earlier bench's streams, on a robot that enforces the limits
-    _, raw_sty = style.execute(urdf, model.joint_names, pos, vel, v_max=limits.robot_v_max,
-                               a_max=limits.robot_a_max)
-    _, raw_ccd = style.execute(urdf, model.joint_names, ccd_pos, v_max=limits.robot_v_max,
-                               a_max=limits.robot_a_max)
+    execute = style_execution.execute
+    _, raw_sty = execute(urdf, model.joint_names, pos, vel, v_max=limits.robot_v_max,
+                         a_max=limits.robot_a_max)
+    _, raw_ccd = execute(urdf, model.joint_names, ccd_pos, v_max=limits.robot_v_max,
+                         a_max=limits.robot_a_max)
     assert raw_sty > 0 and raw_ccd > 0
 
 

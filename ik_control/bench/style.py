@@ -27,7 +27,8 @@ The experiment of sec. V-C on the simulated SIMON:
   against the stylized 1.60 s, so CCD moves faster; at 0.10 (2.98 s against 3.27 s as
   executed) CCD's sn is below the stylized one on Shoulder X and Elbow X.
 * **Execution, within SIMON's limits.** Both segments are run as a user runs a joint
-  trajectory on this robot, with the same time scaling for both (:func:`execute_plan`):
+  trajectory on this robot, with the same time scaling for both
+  (:func:`~.style_execution.execute_plan`):
 
   1. played ``s`` times slower, ``s`` the ``style_adapter`` node's uniform slow-down of
      the stylized motion to the joints' velocity limits and ``max_acceleration``
@@ -37,8 +38,8 @@ The experiment of sec. V-C on the simulated SIMON:
      9.5 times slower: a step to 0.15 of the velocity limit in one tick asks 450 rad/s^2);
   2. followed by ``ik_controller``'s joint-trajectory law with SIMON's shipped limits
      (``config/simon.yaml``: gain 10/s, URDF velocity limits, 5 rad/s^2, 0.02 rad margin;
-     :func:`follow`), the node that commands the robot, which turns CCD's velocity steps
-     into ramps within the limits;
+     :func:`~.style_execution.follow`), the node that commands the robot, which turns
+     CCD's velocity steps into ramps within the limits;
   3. executed on the MuJoCo SIMON (:class:`~ik_control.sim.mujoco_sim.MujocoSim`,
      critically damped position servos of stiffness ``kp``, default 2000 N m/rad as the
      simulator's, 1 ms physics step) with the robot-side setpoint saturation that
@@ -46,8 +47,8 @@ The experiment of sec. V-C on the simulated SIMON:
      counted (an unsafe command stream) and reported per method;
 
   and the measured joint positions, sampled every 1 ms from the start until the
-  controller is done (at rest on the segment's last point: :func:`follow`), give sn
-  (eq. 3) per joint.
+  controller is done (at rest on the segment's last point:
+  :func:`~.style_execution.follow`), give sn (eq. 3) per joint.
   ``limits=False`` (``--no-limits``) is the earlier measurement: each segment at its own
   speed (the exemplar's, CCD's per-tick steps) sent straight to the simulator with the
   saturation off; it asks up to 33 rad/s^2 (stylized) and 450 rad/s^2 (CCD), which the
@@ -66,18 +67,15 @@ joint difference [rad] between the trajectories for ``c`` and ``c + 1 cm``.
 """
 
 import time
-from typing import NamedTuple
 
 from ik_control import robots
-from ik_control.control import limits as limits_mod
-from ik_control.control.joint_goal import JointGoal
+from ik_control.bench.style_execution import DT, execute, execute_plan, simon_limits
 from ik_control.ik.ccd import CcdMotion
 from ik_control.style.adapter import StyleAdapter
 from ik_control.style.modulation import time_scale
 from ik_control.style.smoothness import smoothness
 import numpy as np
 
-DT = 1e-3
 MOTION = 'pick_and_place'
 TABLE = (('Torso Y', 'torso_y', 2.55, 1.12), ('Torso X', 'torso_x', 2.39, 0.36),
          ('Shoulder X', 'right_shoulder_x', 0.78, 0.64),
@@ -171,120 +169,6 @@ def ccd_segment(ccd, constraint, q_start, max_ticks):
     return np.array(out)
 
 
-class Limits(NamedTuple):
-    """SIMON's shipped limits: ik_controller's and the robot's (``config/simon.yaml``)."""
-
-    gain: float             # the controller's convergence rate K [1/s]
-    margin: float           # position_margin [rad]
-    v_max: np.ndarray       # the controller's velocity limits [rad/s]
-    a_max: np.ndarray       # the controller's acceleration limits [rad/s^2]
-    robot_v_max: np.ndarray  # sim_robot's saturation: URDF velocity limits [rad/s]
-    robot_a_max: np.ndarray  # sim_robot's saturation: its max_acceleration [rad/s^2]
-
-
-def simon_limits(model):
-    """Read :class:`Limits` from the shipped parameter file, as the nodes read it."""
-    import os
-
-    from ik_control.bench.reach import controller_config
-    from ik_control.launch_util import node_parameters
-
-    config = controller_config('simon')
-    v_max = (np.broadcast_to(np.array(config.max_velocity, dtype=float), (model.nq,)).copy()
-             if config.max_velocity else model.velocity_limit * config.velocity_scale)
-    a_max = np.broadcast_to(np.array(config.max_acceleration, dtype=float), (model.nq,))
-    robot = node_parameters(os.path.join(robots.share_directory(), 'config', 'simon.yaml'),
-                            'sim_robot')
-    robot_a = np.broadcast_to(np.array(robot['max_acceleration'], dtype=float), (model.nq,))
-    return Limits(config.gain, config.position_margin, v_max, a_max.copy(),
-                  model.velocity_limit.copy(), robot_a.copy())
-
-
-def follow(model, limits, times, positions, velocities=None, max_seconds=30.0):
-    """
-    Return the command stream ``ik_controller`` makes of a joint trajectory (Q, V, limited).
-
-    Its joint-trajectory law (:mod:`ik_control.control.joint_goal`, the functions the
-    controller calls): every ``DT``, ``v_des = v_ref(t) + K (q_ref(t) - q_c)`` (cubic
-    Hermite between points with velocities, linear between points without), limited by
-    :func:`~ik_control.control.limits.limit_velocity` (velocity, acceleration, the position
-    limits less the margin) and integrated by the trapezoidal rule, from the plan's first
-    point at rest until the plan is done (past its end, within 1 mm of its last point, at
-    rest), or past its end with every joint below 0.01 rad/s for 20 ms (K times the 1 mm:
-    a last point inside the margin band, where the limiter holds the joint off and lets it
-    creep toward the bound, is never within 1 mm). Open loop (the robot where commanded,
-    as ``bench reach`` runs the controller): the node commits the same knots ``lead``
-    ahead of its clock. ``Q``, ``V``: (k, n) [rad, rad/s] every ``DT`` from 0; ``limited``:
-    the ticks at which the limiter changed the desired velocity (a plan within the limits
-    has few: its start from rest).
-    """
-    goal = JointGoal(model, model.joint_names, times, positions, velocities, 0.0)
-    q = np.array(goal.positions[0], dtype=float)
-    v = np.zeros_like(q)
-    v_des, v_out, q_next = np.zeros_like(q), np.zeros_like(q), np.zeros_like(q)
-    rows_q, rows_v = [q.copy()], [v.copy()]
-    limited = still = 0
-    scaled = limits_mod.VELOCITY_SCALED | limits_mod.ACCELERATION_LIMITED
-    for k in range(1, int(round(max_seconds / DT)) + 1):
-        t = k * DT
-        goal.desired_velocity(t, q, limits.gain, v_des)
-        flags = limits_mod.limit_velocity(q, v, v_des, model.lower, model.upper, limits.margin,
-                                          limits.v_max, limits.a_max, DT, v_out)
-        limited += bool(flags & scaled)
-        limits_mod.integrate(q, v, v_out, DT, q_next)
-        q[:] = q_next
-        v[:] = v_out
-        rows_q.append(q.copy())
-        rows_v.append(v.copy())
-        still = still + 1 if t >= goal.end_time and not np.any(np.abs(v) > 1e-2) else 0
-        if goal.done(t, q, v) or still >= 20:
-            break
-    return np.array(rows_q), np.array(rows_v), limited
-
-
-def execute(urdf, joint_names, positions, velocities=None, kp=2000.0, v_max=None,
-            a_max=None):
-    """
-    Run a 1 kHz trajectory on the MuJoCo SIMON (servo ``kp`` [N m/rad]); measure it.
-
-    ``v_max``, ``a_max`` [rad/s, rad/s^2]: the robot-side setpoint saturation
-    (:mod:`ik_control.sim.saturation`, as ``sim_robot`` enforces it); None: off (the
-    position limits only). Returns the measured positions, one row per trajectory sample,
-    and the saturation's clamps.
-    """
-    from ik_control.sim.mujoco_sim import MujocoSim
-
-    if velocities is None:
-        velocities = np.gradient(positions, DT, axis=0)
-    sim = MujocoSim(urdf, joint_names=joint_names, initial_positions=positions[0], kp=kp,
-                    v_max=v_max, a_max=a_max)
-    n = positions.shape[0]
-    sim.set_trajectory(joint_names, np.arange(1, n) * DT, positions[1:], velocities[1:])
-    measured = np.empty_like(positions)
-    measured[0] = sim.position
-    for k in range(1, n):
-        sim.step(k * DT)
-        measured[k] = sim.position
-    return measured, sim.clamps
-
-
-def execute_plan(model, limits, urdf, times, positions, velocities=None, executor='mujoco',
-                 kp=2000.0):
-    """
-    Run a plan as a user runs it on SIMON: :func:`follow`, then the saturating :func:`execute`.
-
-    Returns ``(measured, clamps, limited)``: the measured positions every ``DT`` (the
-    controller's commands themselves for ``executor`` 'kinematic', with no clamps), the
-    robot's clamps and the controller's limited ticks.
-    """
-    q, v, limited = follow(model, limits, times, positions, velocities)
-    if executor != 'mujoco':
-        return q, 0, limited
-    measured, clamps = execute(urdf, model.joint_names, q, v, kp, limits.robot_v_max,
-                               limits.robot_a_max)
-    return measured, clamps, limited
-
-
 def _hand(adapter, q):
     ws = adapter.model.workspace()
     ws.update(q, jacobian=False)
@@ -304,8 +188,8 @@ def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitche
     Run the experiment (module docstring) and :func:`baseball`; return the results.
 
     ``limits``: execute both segments within SIMON's limits, slowed down alike
-    (:func:`execute_plan`); False: the earlier measurement, each at its own speed straight
-    to the simulator with the saturation off.
+    (:func:`~.style_execution.execute_plan`); False: the earlier measurement, each at its
+    own speed straight to the simulator with the saturation off.
     """
     adapter = StyleAdapter(MOTION, dt=DT)
     model = adapter.model
