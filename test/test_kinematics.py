@@ -4,7 +4,7 @@ from ik_control import robots
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh import (dh_forward, dh_urdf, DHRow, double_y_shape_urdf,
                                       sam_robot_rows, sam_robot_urdf, y_shape_urdf)
-from ik_control.validation import ModelError
+from ik_control.validation import InputError, ModelError
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -164,3 +164,15 @@ def test_bad_files_are_refused_clearly(tmp_path):
         RobotModel.from_urdf('')
     with pytest.raises(ModelError, match='are URDF mimic joints and cannot be controlled'):
         robots.robot('simon', joints=['torso_y_slave'])
+
+
+def test_an_end_effector_is_found_by_name_or_index_and_anything_else_is_refused():
+    """RobotModel.end_effector_index, which CCD, HAL and TSFKS resolve their effector with."""
+    simon = robots.robot('simon')
+    assert simon.end_effector_index('left_hand') == 1
+    assert simon.end_effector_index('right_hand') == 0 and simon.end_effector_index(1) == 1
+    with pytest.raises(InputError, match="'tool' is not one of"):
+        simon.end_effector_index('tool')
+    for index in (2, -1):
+        with pytest.raises(InputError, match=r'is not in 0\.\.1'):
+            simon.end_effector_index(index)

@@ -372,14 +372,7 @@ class Ccd:
 
     def __init__(self, model, end_effector=0, orientation_weight=1.0, position_weight=None):
         self.model = model
-        names = model.end_effector_names
-        if isinstance(end_effector, str):
-            if end_effector not in names:
-                raise InputError(f"end effector '{end_effector}' is not one of {list(names)}")
-            end_effector = names.index(end_effector)
-        if not 0 <= int(end_effector) < len(names):
-            raise InputError(f'end effector index {end_effector} is not in 0..{len(names) - 1}')
-        self.frame = int(end_effector)
+        self.frame = model.end_effector_index(end_effector)
         if not np.isfinite(orientation_weight) or orientation_weight < 0.0:
             raise InputError('orientation_weight must be finite and >= 0, '
                              f'got {orientation_weight}')

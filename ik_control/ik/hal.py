@@ -244,13 +244,8 @@ class HalArm:
     def __init__(self, model, end_effector=0, arm_joints=None, torso_frame='auto',
                  torso_radius=None):
         self.model = model
-        names = model.end_effector_names
-        if isinstance(end_effector, str):
-            if end_effector not in names:
-                raise InputError(f"end effector '{end_effector}' is not one of {list(names)}")
-            end_effector = names.index(end_effector)
-        self.frame = int(end_effector)
-        self.frame_name = names[self.frame]
+        self.frame = model.end_effector_index(end_effector)
+        self.frame_name = model.end_effector_names[self.frame]
         support = model.support[self.frame]
         chain = [int(model.ctrl_index[j]) for j in range(len(model.tree_joint_names))
                  if support[j] and model.ctrl_index[j] >= 0]

@@ -29,7 +29,7 @@ import os
 import xml.etree.ElementTree as ElementTree
 
 from ik_control.kinematics import kernels
-from ik_control.validation import ModelError
+from ik_control.validation import InputError, ModelError
 import numpy as np
 import pinocchio as pin
 
@@ -450,6 +450,22 @@ class RobotModel:
     def end_effector_names(self):
         """Frame names of the end effectors, in task order."""
         return tuple(e.frame for e in self.end_effectors)
+
+    def end_effector_index(self, end_effector):
+        """
+        Return the task index of ``end_effector``, given by frame name or by index.
+
+        Raises :class:`InputError` for a name that is not an end effector or an index out
+        of range.
+        """
+        names = self.end_effector_names
+        if isinstance(end_effector, str):
+            if end_effector not in names:
+                raise InputError(f"end effector '{end_effector}' is not one of {list(names)}")
+            return names.index(end_effector)
+        if not 0 <= int(end_effector) < len(names):
+            raise InputError(f'end effector index {end_effector} is not in 0..{len(names) - 1}')
+        return int(end_effector)
 
     @property
     def center(self):

@@ -262,10 +262,7 @@ class Tsfks:
                  fine_fraction=0.025, buffer=0.125, fixed=None, segment=None, box=None,
                  posture_weight=0.0, refine_iterations=0):
         self.model = model
-        names = model.end_effector_names
-        if end_effector not in names:
-            raise InputError(f"end effector '{end_effector}' is not one of {list(names)}")
-        self.frame = names.index(end_effector)
+        self.frame = model.end_effector_index(end_effector)
         if not 0.0 <= buffer < 0.5:
             raise InputError(f'buffer must be in [0, 0.5) of the joint range, got {buffer}')
         joints = list(search_joints)
