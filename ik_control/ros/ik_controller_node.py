@@ -75,9 +75,10 @@ from ik_control.ros.ik_controller_parameters import (COMMAND_INTERFACES, control
 from ik_control.ros.move_to_pose_server import MoveToPoseServer
 from ik_control.ros.obstacle_markers import MAX_MARKERS, ObstacleMarkers
 from ik_control.ros.parameters import coerce, declare_all, run_node, StartupError
-from ik_control.ros.realtime_loop import (LoopStats, PolledGroup, RealtimeLoop,
-                                          set_realtime_priority, take_latest,
-                                          TRIGGER_DEADLINE_PERIODS)
+from ik_control.ros.realtime_loop import (INPUT_PHASE, LoopStats, PolledGroup, PUBLISH_PHASE,
+                                          RealtimeLoop, set_realtime_priority, take_latest,
+                                          TICK_PHASES, TRIGGER_DEADLINE_PERIODS,
+                                          UPDATE_PHASE)
 from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
                                    unit_quaternion)
 from nav_msgs.msg import Path
@@ -103,9 +104,6 @@ EVENT_LOG_PERIOD = 1.0
 #: joint_states older than this when the command goes out (or stamped in the future) do
 #: not count in the latency statistics: a wrong or zero stamp, not a latency [s]
 MAX_LATENCY = 1.0
-#: the parts of a tick timed in the loop statistics (statistics_file, bench loop): taking
-#: and parsing goals and joint_states, the controller's update, publishing the command
-TICK_PHASES = ('input', 'update', 'publish')
 
 
 class _TickStats(LoopStats):
@@ -512,10 +510,10 @@ class IkControllerNode(Node):
         t0 = time.perf_counter()
         command = self.controller.update(now)
         t1 = time.perf_counter()
-        phase[1] = t1 - t0
+        phase[UPDATE_PHASE] = t1 - t0
         if command is not None:
             self._publish_command(command, now)
-            phase[2] = time.perf_counter() - t1
+            phase[PUBLISH_PHASE] = time.perf_counter() - t1
         if np.any(self.controller.goal_reached != self._last_goal):
             self._publish_goal()
         if self.controller.events:
@@ -577,7 +575,7 @@ class IkControllerNode(Node):
                 self.stats.declined = True
                 return None
         self._last_tick = time.perf_counter()
-        self.stats.phase[0] = self._last_tick - t0
+        self.stats.phase[INPUT_PHASE] = self._last_tick - t0
         command = self._control(now)
         if stamp is None or command is None:
             return None

@@ -41,6 +41,11 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 STATS_SIZE = 1 << 16
+#: the parts of a controller tick timed in its LoopStats (statistics_file, bench loop):
+#: taking and parsing goals and joint_states, the controller's update, publishing the
+#: command; their indices in LoopStats.phase
+TICK_PHASES = ('input', 'update', 'publish')
+INPUT_PHASE, UPDATE_PHASE, PUBLISH_PHASE = range(len(TICK_PHASES))
 CLOCK_CHECK_PERIOD = 1.0  # [s] how often the system clock offset is measured again
 SWITCH_INTERVAL = 1e-4  # [s] the longest the loop waits for the GIL (Python's default 5 ms)
 #: A loop triggered by joint_states ticks on its own this many periods [-] after its last

@@ -10,7 +10,7 @@ measurement window give:
 
 * the achieved rate [Hz] and the tick-period jitter ``|t_k+1 - t_k - T|`` p50/p99/p99.9/max;
 * the compute time of a tick (take messages, solve, limit, publish) [us], and of each of
-  its parts as the node times them in every tick (``TICK_PHASES``: taking and parsing
+  its parts as the node times them in every tick (``realtime_loop.TICK_PHASES``: taking and parsing
   goals and joint_states, the controller's update, publishing the command);
 * the latency from a joint_states message's stamp to the command published for it [us].
 
@@ -33,8 +33,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.ros.conversions import pose_stamped
 from ik_control.ros.harness.node_process import node_environment, NodeProcess
-from ik_control.ros.ik_controller_node import TICK_PHASES
-from ik_control.ros.realtime_loop import summarize
+from ik_control.ros.realtime_loop import summarize, TICK_PHASES
 import numpy as np
 import rclpy
 from rclpy.node import Node
