@@ -8,6 +8,8 @@ into arrays) passes one of these checks first, so bad numbers become a clear exc
 
 import numpy as np
 
+RIGID_TOLERANCE = 1e-6  # |R^T R - I| and |det R - 1| accepted in a rigid transform [-]
+
 
 class IkControlError(ValueError):
     """Base class of the errors ik_control raises for bad user input."""
@@ -100,4 +102,42 @@ def pose_matrix(xyz, xyzw=None):
     T[:3, 3] = finite_vector(xyz, 3, 'position')
     if xyzw is not None:
         T[:3, :3] = quaternion_to_matrix(unit_quaternion(xyzw))
+    return T
+
+
+def rotation_matrix(R, what):
+    """
+    Return ``R`` as a float 3x3 rotation matrix, or raise :class:`InputError` naming ``what``.
+
+    A rotation: finite, orthonormal (``|R^T R - I| <= RIGID_TOLERANCE``), determinant
+    positive (so +1 within the tolerance: no reflection).
+    """
+    try:
+        R = np.asarray(R, dtype=float)
+    except (TypeError, ValueError):
+        R = None
+    if (R is None or R.shape != (3, 3) or not np.all(np.isfinite(R))
+            or np.max(np.abs(R.T @ R - np.eye(3))) > RIGID_TOLERANCE
+            or np.linalg.det(R) < 0.0):
+        raise InputError(f'{what} is not a rotation matrix (finite 3x3, R^T R = I, '
+                         'det R = +1)')
+    return R
+
+
+def rigid_transform(T, what):
+    """
+    Return ``T`` as a float 4x4 rigid transform, or raise :class:`InputError` naming ``what``.
+
+    Rigid: every entry finite, the rotation part a :func:`rotation_matrix`, the last row
+    0 0 0 1.
+    """
+    try:
+        T = np.asarray(T, dtype=float)
+    except (TypeError, ValueError):
+        T = None
+    if T is None or T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise InputError(f'{what} is not a rigid transform (finite 4x4 numbers)')
+    if np.any(T[3] != (0.0, 0.0, 0.0, 1.0)):
+        raise InputError(f'{what} is not a rigid transform (last row not 0 0 0 1)')
+    rotation_matrix(T[:3, :3], f'{what} is not a rigid transform: its rotation')
     return T

@@ -32,7 +32,8 @@ A goal whose error has not fallen by ``PROGRESS_FRACTION`` of itself for
 ``unreachable_time`` (scale-free: a goal 10 m or 1e12 m away is judged as surely as one
 1 cm beyond reach, while the arm still creeps) is handed to the position-IK fallback
 (:mod:`~ik_control.control.fallback`); it is unreachable when the position IK finds no
-solution, or when it stalls again after the fallback. ``hold`` pauses the goals,
+solution, or when it stalls again after the fallback (both judged by
+:class:`~ik_control.control.goal_referee.GoalReferee`). ``hold`` pauses the goals,
 ``resume`` continues them. Transitions are queued as events (:meth:`drain_events`).
 
 Times come from the caller's clock (the node's: system or simulated time). When it jumps
@@ -46,7 +47,6 @@ taken before one already given counts as a backward jump (a caller that read the
 then handed an input read later, then the tick, shifted everything it keeps each time).
 """
 
-from collections import deque
 from dataclasses import replace
 import math
 from typing import NamedTuple
@@ -55,9 +55,10 @@ from ik_control.control import classical_mode, constrained_motion
 from ik_control.control import limits as limits_mod
 from ik_control.control.command_window import CommandWindow, sample_points, TIME_RESOLUTION
 from ik_control.control.config import ControllerConfig
-from ik_control.control.fallback import IkFallback, MAX_TRIES
-from ik_control.control.goal_set import GoalSet, MODE_MOTION, MODE_POSE, MODE_TWIST, SETTLING
-from ik_control.control.goal_state import Event
+from ik_control.control.fallback import IkFallback
+from ik_control.control.goal_referee import GoalReferee
+from ik_control.control.goal_set import GoalSet, MODE_MOTION, MODE_POSE, MODE_TWIST
+from ik_control.control.goal_state import EventQueue
 from ik_control.control.joint_goal import JointGoal
 from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
 from ik_control.control.status import Status
@@ -65,13 +66,13 @@ from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.pose_error import pose_distance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
                                   SolverConfig, VelocitySolver)
-from ik_control.validation import finite_vector, InputError, quaternion_to_matrix, unit_quaternion
+from ik_control.validation import (finite_vector, InputError, quaternion_to_matrix,
+                                   rigid_transform, unit_quaternion)
 import numpy as np
 
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
 MAX_TWIST = 1e3  # twist components beyond this are refused as malformed [m/s, rad/s]
-RIGID_TOLERANCE = 1e-6  # |R^T R - I| and |det R - 1| accepted in a target matrix
 
 
 # status bits as plain ints: IntFlag's | costs microseconds a tick (``status`` is an int
@@ -130,11 +131,11 @@ class ResolvedRateController:
                                   capacity=int(2 * (self.lead + 0.25) * self.config.rate_hz)
                                   + 64)
         self.initialized = False
-        self.events = deque(maxlen=256)  # transitions for the node to log
+        self.events = EventQueue()  # transitions for the node to log
         self.robot = RobotLink(model, self.events)
         self.goals = GoalSet(model.end_effector_names, self.events)
         self._solver_targets = self.goals.targets.copy()
-        self._meas_ws = model.workspace()
+        self.referee = GoalReferee(model, self.goals, self.fallback, self.solver, self.events)
         self.status = _NO_STATE
         self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
@@ -163,7 +164,7 @@ class ResolvedRateController:
                                   self.model.upper, 0.0, self.v_max, self.a_max, self.dt,
                                   self._v_out)
         limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
-        GoalSet(self.model.end_effector_names, deque()).judge(
+        GoalSet(self.model.end_effector_names, EventQueue()).judge(
             self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
         self.solver.reset_targets()
 
@@ -221,8 +222,8 @@ class ResolvedRateController:
         jump = now - self._clock
         if jump < 0.0:
             self.clock_jumps_back += 1
-            self._event('clock_jump', 'warn', f'the clock jumped back {-jump:.6g} s: the '
-                        'times kept (state, twists, committed path) are moved with it')
+            self.events.post('clock_jump', 'warn', f'the clock jumped back {-jump:.6g} s: the '
+                             'times kept (state, twists, committed path) are moved with it')
             self._bad_input_time += jump
             self._last_tick += jump
             self.robot.shift(jump)
@@ -285,7 +286,7 @@ class ResolvedRateController:
         orthonormal with determinant 1 within ``RIGID_TOLERANCE``, last row 0 0 0 1).
         """
         i = self.end_effector_index(frame)
-        T = _rigid_transform(T)
+        T = rigid_transform(T, 'target matrix')
         self._cancel_joint_goal('a pose goal')
         self._end_goal(i)
         self.goals.accept_pose(i, T)
@@ -334,7 +335,7 @@ class ResolvedRateController:
 
     def _end_goal(self, i):
         """Replace the goal effector ``i`` pursues, if any: its fallback ends too."""
-        self._end_fallback(i)
+        self.referee.end_fallback(i)
         self.goals.replace(i)
 
     def set_twist_target(self, frame, linear, angular, now):
@@ -352,7 +353,7 @@ class ResolvedRateController:
         self._cancel_joint_goal('a twist goal')  # only a valid twist ends a plan
         self._observe_clock(now)
         if self.goals.mode[i] != MODE_TWIST:
-            self._end_fallback(i)
+            self.referee.end_fallback(i)
         self.goals.follow_twist(i, v, w, now,
                                 self.solver.frame_T[i] if self.initialized else None)
 
@@ -396,14 +397,14 @@ class ResolvedRateController:
         for i in range(self.ne):
             self._end_goal(i)  # the plan replaces the Cartesian goals
         self.joint_goal = goal
-        self._event('trajectory_accepted', 'info',
-                    f'joint trajectory accepted: {len(goal.times)} points, ends in '
-                    f'{goal.end_time - start:.3g} s')
+        self.events.post('trajectory_accepted', 'info',
+                         f'joint trajectory accepted: {len(goal.times)} points, ends in '
+                         f'{goal.end_time - start:.3g} s')
 
     def _cancel_joint_goal(self, why):
         if self.joint_goal is not None:
             self.joint_goal = None
-            self._event('trajectory_replaced', 'info', f'joint trajectory replaced by {why}')
+            self.events.post('trajectory_replaced', 'info', f'joint trajectory replaced by {why}')
 
     def stop_goals(self, frames):
         """
@@ -416,7 +417,7 @@ class ResolvedRateController:
             return
         which = [self.end_effector_index(frame) for frame in frames]
         for i in which:
-            self._end_fallback(i)
+            self.referee.end_fallback(i)
         self.solver.ws.update(self.q_cmd, jacobian=False)
         self.goals.stop(which, self.solver.ws.frame_T)
         self.solver.reset_targets()
@@ -439,14 +440,9 @@ class ResolvedRateController:
         else:
             self.goals.resume(self._clock, None)
 
-    def _event(self, kind, level, message):
-        self.events.append(Event(kind, level, message))
-
     def drain_events(self):
         """Return the transitions since the last call (:class:`Event` list), oldest first."""
-        events = list(self.events)
-        self.events.clear()
-        return events
+        return self.events.drain()
 
     # ------------------------------------------------------------------ the tick
     def _initialize(self, now):
@@ -500,17 +496,17 @@ class ResolvedRateController:
             stopped = robot.state == LinkState.STALE
             if not stopped:
                 robot.state = LinkState.STALE
-                self._event('state_lost', 'warn',
-                            f'joint_states lost (none for {now - robot.time:.3g} s): '
-                            'stopping the arm')
+                self.events.post('state_lost', 'warn',
+                                 f'joint_states lost (none for {now - robot.time:.3g} s): '
+                                 'stopping the arm')
             if not self.initialized or stopped:
                 return None
             return self._stop(now)
         path = self.path
         if not self.initialized:
             self._initialize(now)
-            self._event('state_regained' if robot.state == LinkState.STALE else 'state_first',
-                        'info', 'joint_states received: commanding from the measured state')
+            self.events.post('state_regained' if robot.state == LinkState.STALE else 'state_first',
+                             'info', 'joint_states received: commanding from the measured state')
             robot.state = LinkState.TRACKING
         elif robot.fresh:
             stale = robot.state == LinkState.STALE
@@ -552,7 +548,7 @@ class ResolvedRateController:
         else:
             status |= self._aim(now)
             if self.fallback.pending:
-                self._poll_fallback(now)
+                self.referee.poll(now, cfg.fallback_strategy)
             dq = self._solve_within_bounds()
             if self.ik_mode is not None:  # ik_method ccd, hal or analytic: its joint step
                 dq = self.ik_mode.joint_step(self, dq)
@@ -568,7 +564,8 @@ class ResolvedRateController:
                     status |= _OBSTACLE_NEAR
             np.multiply(dq, cfg.rate_hz, out=self._v_des)
             if self.fallback.approach is not None:
-                self._approach_velocity(now)
+                self.referee.approach_velocity(now, self.q_cmd, self.v_max, self.a_max,
+                                               self._v_des)
             info = self.solver.info
             if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
                 status |= _NEAR_SINGULARITY
@@ -601,10 +598,11 @@ class ResolvedRateController:
         if goal is not None and goal.done(now + self.lead, self.q_cmd, command.velocities):
             self.joint_goal = None
             self._hold_pose_at_command()
-            self._event('trajectory_done', 'info', 'joint trajectory done: holding its last '
-                        'pose')
+            self.events.post('trajectory_done', 'info', 'joint trajectory done: holding its last '
+                             'pose')
         if not (holding or joining or self.joint_goal is not None):
-            status |= self._goal_bookkeeping(now, command.velocities)
+            if self.referee.judge(now, command.velocities, cfg, self.q_cmd, robot.q):
+                status |= _TARGET_UNREACHABLE
         elif self.goals.parked.any():
             status |= _TARGET_UNREACHABLE
         self.status = status
@@ -625,9 +623,9 @@ class ResolvedRateController:
         self.late_ticks += 1
         self.late_time += lost
         if lost >= 0.5 * self.config.max_expected_latency:  # told; the counts take all
-            self._event('late_tick', 'warn',
-                        f'control tick late: the command followed {lost * 1e3:.3g} ms of its '
-                        'braking tail (the robot may have); the motion slows down')
+            self.events.post('late_tick', 'warn',
+                             f'control tick late: the command followed {lost * 1e3:.3g} ms of its '
+                             'braking tail (the robot may have); the motion slows down')
 
     def _note_bound(self):
         """Event: the limiter engaged a position bound (the joint with least room named)."""
@@ -635,9 +633,9 @@ class ResolvedRateController:
         hi = self.model.upper - self.config.position_margin
         room = np.minimum(self.q_cmd - lo, hi - self.q_cmd)
         j = int(np.argmin(room))
-        self._event('joint_bound', 'info', 'position limits engaged: braking for or at a '
-                    f"bound (closest: '{self.model.joint_names[j]}', {room[j]:.3g} from its "
-                    'bound less the margin)')
+        self.events.post('joint_bound', 'info', 'position limits engaged: braking for or at a '
+                         f"bound (closest: '{self.model.joint_names[j]}', {room[j]:.3g} from its "
+                         'bound less the margin)')
 
     def _hold_pose_at_command(self):
         """Every effector holds its pose at the commanded state (the end of a plan)."""
@@ -689,114 +687,6 @@ class ResolvedRateController:
         self.v_cmd[:] = 0.0
         return Command(*self.path.window(now))
 
-    def _goal_bookkeeping(self, now, velocities):
-        """
-        Set goal reached per effector, and act on targets the effectors make no progress to.
-
-        Reached: the kernel's rule at the commanded state (within tolerance, the command
-        window at rest), and the pose measured from joint_states within tolerance too.
-        No progress: the error has not fallen by ``PROGRESS_FRACTION`` of itself (in
-        tolerances: scale-free) for ``unreachable_time`` seconds with the arm at rest, or
-        for ``CREEP_PERIODS`` times as long while it still creeps. Such a goal goes to the
-        position-IK fallback (:meth:`_request_fallback`), or, once it has had
-        ``MAX_TRIES`` (or with ``fallback_strategy: off``), is unreachable (:meth:`_park`).
-        """
-        cfg, goals, solver = self.config, self.goals, self.solver
-        fallback = self.fallback
-        if fallback.approach is not None:  # the joint-space approach is progress
-            goals.best_time[fallback.serving] = now
-        flags = goals.judge(solver.err_pos, solver.err_rot, cfg.goal_position_tolerance,
-                            cfg.goal_orientation_tolerance, velocities, now,
-                            cfg.unreachable_time)
-        if flags & SETTLING:  # the hand's own speed, per task row, over the window
-            hand = np.max(np.abs(velocities @ solver.J.T), axis=0)
-            goals.settle_hands(hand, self.model.row_frame, solver.err_pos, solver.err_rot,
-                               cfg.goal_position_tolerance, cfg.goal_orientation_tolerance)
-        if goals.reached.any():
-            self._confirm_measured()
-        if flags:
-            stuck = goals.stuck & ~fallback.seeking  # a pending solve decides those
-            retry = ((stuck | goals.slow) & ~fallback.seeking
-                     & (fallback.tries < MAX_TRIES))
-            if cfg.fallback_strategy != 'off' and retry.any():
-                self._request_fallback(now, retry)
-                stuck &= ~retry
-            if stuck.any():
-                why = ('no progress again after the position-IK fallback'
-                       if cfg.fallback_strategy != 'off' else 'no progress (fallback off)')
-                self._park(stuck, f'{why} for {cfg.unreachable_time:g} s')
-        done = goals.reached | goals.parked
-        if fallback.posture is not None and done[fallback.serving].all():
-            self._end_fallback(np.flatnonzero(fallback.serving)[0])
-        goals.transitions(solver.err_pos, solver.err_rot)
-        return _TARGET_UNREACHABLE if goals.parked.any() else _NONE
-
-    def _confirm_measured(self):
-        """Keep ``goal_reached`` only where the measured pose is within tolerance too."""
-        cfg = self.config
-        ws = self._meas_ws
-        ws.update(self.robot.q, jacobian=False)
-        reached = self.goals.reached
-        for i in np.flatnonzero(reached):
-            err_p, err_r = pose_distance(ws.frame_T[i], self.goals.targets[i])
-            if err_p > cfg.goal_position_tolerance or (
-                    self.model.task_is_pose[i] and err_r > cfg.goal_orientation_tolerance):
-                reached[i] = False
-
-    def _park(self, which, reason):
-        """Goals of effectors ``which`` (bool mask) are unreachable: hold the closest pose."""
-        if self.fallback.serving[which].any():
-            self._end_fallback(np.flatnonzero(which & self.fallback.serving)[0])
-        frame_T, goal = self.solver.frame_T, self.goals.goal
-        self.goals.park(which, reason, frame_T, lambda i: pose_distance(frame_T[i], goal[i]))
-
-    def _request_fallback(self, now, which):
-        """Ask the position IK for every effector's target at once (module fallback.py)."""
-        which = self.fallback.ask(which, self.goals.targets, self.q_cmd, self.goals.ids)
-        self.goals.best_time[which] = now
-        names = [self.model.end_effector_names[i] for i in np.flatnonzero(which)]
-        self._event('fallback', 'info',
-                    f'no progress to the goal of {names} (error '
-                    f'{float(np.max(self.solver.err_pos[which])):.4g} m, sigma_min '
-                    f'{self.sigma_min():.3g}): asking the position IK '
-                    f'({self.config.fallback_strategy} strategy)')
-
-    def _poll_fallback(self, now):
-        """Take a finished position-IK solve: approach its solution, or park the goals."""
-        done = self.fallback.take(self.goals.ids, self.config.fallback_strategy)
-        if done is None:
-            return
-        which, result = done
-        if not result.success:
-            self._park(which, f'the position IK found no solution in '
-                       f'{1e3 * self.fallback.time_budget:.3g} ms of CPU (best '
-                       f'{result.position_error:.3g} m, {result.rotation_error:.3g} rad)')
-            return
-        self.goals.restart_progress(which, now)
-        self._event('fallback_found', 'info',
-                    f'position IK solution in {1e3 * result.seconds:.3g} ms (error '
-                    f'{result.position_error:.2g} m): '
-                    + ('joint-space approach, then Cartesian tracking'
-                       if self.fallback.approach is not None
-                       else 'pulled toward it in the nullspace'))
-
-    def _approach_velocity(self, now):
-        """Joint strategy: desired velocity toward the IK's solution; hand back when near."""
-        fallback = self.fallback
-        if fallback.approach_done(self.q_cmd):
-            which = fallback.serving.copy()
-            self._end_fallback(np.flatnonzero(which)[0])
-            self.goals.restart_progress(which, now)
-            self._event('fallback_handback', 'info', 'joint-space approach done: Cartesian '
-                        'tracking from here')
-            return
-        join_velocity(self.q_cmd, fallback.approach, self.v_max, self.a_max, self._v_des)
-
-    def _end_fallback(self, i):
-        """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""
-        self.fallback.end(i)
-        self.goals.unreachable_reason[i] = ''
-
     # ------------------------------------------------------------------ reporting
     def tracking_errors(self):
         """
@@ -845,22 +735,3 @@ class ResolvedRateController:
         """Placement (4x4, base frame) of end effector ``frame`` at the commanded state."""
         i = self.end_effector_index(frame)
         return self.solver.frame_T[i].copy()
-
-
-def _rigid_transform(T):
-    """Return ``T`` as a float 4x4 rigid transform, or raise :class:`InputError`."""
-    try:
-        T = np.asarray(T, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError('target matrix must be numbers') from None
-    if T.shape != (4, 4):
-        raise InputError(f'target matrix must be 4x4, got shape {T.shape}')
-    if not np.all(np.isfinite(T)):
-        raise InputError('target matrix contains NaN or infinite values')
-    R = T[:3, :3]
-    if (np.any(T[3] != (0.0, 0.0, 0.0, 1.0))
-            or np.max(np.abs(R.T @ R - np.eye(3))) > RIGID_TOLERANCE
-            or abs(np.linalg.det(R) - 1.0) > RIGID_TOLERANCE):
-        raise InputError('target matrix is not a rigid transform (rotation not orthonormal '
-                         'with determinant 1, or last row not 0 0 0 1)')
-    return T

@@ -29,7 +29,7 @@ queue, for the node to log once.
 
 import math
 
-from ik_control.control.goal_state import Event, GoalState
+from ik_control.control.goal_state import GoalState
 from ik_control.ik.pose_error import log3
 from numba import njit
 import numpy as np
@@ -137,16 +137,13 @@ class GoalSet:
         self._reached_before = np.zeros(ne, dtype=bool)
         self._rot = np.zeros(3)  # rotation vector buffer of :func:`_toward`
 
-    def _event(self, kind, level, message):
-        self.events.append(Event(kind, level, message))
-
     # ------------------------------------------------------------------ new goals
     def replace(self, i):
         """Mark the goal effector ``i`` pursues, if any, ``REPLACED`` (a new one came)."""
         if self.state[i] in (GoalState.ACCEPTED, GoalState.ACTIVE, GoalState.HELD):
             self.state[i] = GoalState.REPLACED
-            self._event('goal_replaced', 'info',
-                        f"goal {self.ids[i]} for '{self.names[i]}' replaced")
+            self.events.post('goal_replaced', 'info',
+                             f"goal {self.ids[i]} for '{self.names[i]}' replaced")
 
     def _accept(self, i, mode, what):
         self.replace(i)
@@ -156,9 +153,9 @@ class GoalSet:
         self.best_error[i] = math.inf
         self.ids[i] += 1
         self.state[i] = GoalState.HELD if self.holding else GoalState.ACCEPTED
-        self._event('goal_accepted', 'info',
-                    f"goal {self.ids[i]} for '{self.names[i]}' accepted: {what}"
-                    + (' (held until resume)' if self.holding else ''))
+        self.events.post('goal_accepted', 'info',
+                         f"goal {self.ids[i]} for '{self.names[i]}' accepted: {what}"
+                         + (' (held until resume)' if self.holding else ''))
 
     def accept_pose(self, i, T):
         """Accept the pose goal ``T`` (4x4, base frame) for effector ``i``."""
@@ -182,8 +179,8 @@ class GoalSet:
         if self.mode[i] != MODE_TWIST:
             self.replace(i)
             self.state[i] = GoalState.TWIST
-            self._event('twist', 'info',
-                        f"'{self.names[i]}' follows target_twist (velocity mode)")
+            self.events.post('twist', 'info',
+                             f"'{self.names[i]}' follows target_twist (velocity mode)")
             if pose is not None:
                 self.targets[i] = pose
         self.twist[i, :3] = v
@@ -228,8 +225,8 @@ class GoalSet:
         if not self.holding:
             paused = np.isin(self.state, (GoalState.ACCEPTED, GoalState.ACTIVE))
             self.state[paused] = GoalState.HELD
-            self._event('hold', 'info', f'holding (~/hold): {int(paused.sum())} goal(s) '
-                        'paused')
+            self.events.post('hold', 'info', f'holding (~/hold): {int(paused.sum())} goal(s) '
+                             'paused')
         self.holding = True
 
     def resume(self, now, poses):
@@ -245,7 +242,7 @@ class GoalSet:
             held = self.state == GoalState.HELD
             self.state[held] = GoalState.ACTIVE
             self.best_time[:] = now
-            self._event('resume', 'info', f'resumed: {int(held.sum())} goal(s) continue')
+            self.events.post('resume', 'info', f'resumed: {int(held.sum())} goal(s) continue')
         self.holding = False
 
     # ------------------------------------------------------------------ each tick
@@ -344,9 +341,9 @@ class GoalSet:
             self.state[i] = GoalState.UNREACHABLE
             self.unreachable_reason[i] = reason
             err_p, err_r = errors(i)
-            self._event('goal_unreachable', 'warn',
-                        f"goal {self.ids[i]} for '{self.names[i]}' unreachable: {reason}; "
-                        f'error {err_p:.4g} m, {err_r:.4g} rad; holding the closest pose')
+            self.events.post('goal_unreachable', 'warn',
+                             f"goal {self.ids[i]} for '{self.names[i]}' unreachable: {reason}; "
+                             f'error {err_p:.4g} m, {err_r:.4g} rad; holding the closest pose')
 
     def transitions(self, err_p, err_r):
         """Goals ACCEPTED -> ACTIVE at the first tick, ACTIVE <-> REACHED by ``reached``."""
@@ -358,9 +355,9 @@ class GoalSet:
         for i in np.flatnonzero(reached & ~self._reached_before):
             if states[i] == GoalState.ACTIVE:
                 states[i] = GoalState.REACHED
-                self._event('goal_reached', 'info',
-                            f"goal {self.ids[i]} for '{self.names[i]}' reached (error "
-                            f'{err_p[i]:.3g} m, {err_r[i]:.3g} rad)')
+                self.events.post('goal_reached', 'info',
+                                 f"goal {self.ids[i]} for '{self.names[i]}' reached (error "
+                                 f'{err_p[i]:.3g} m, {err_r[i]:.3g} rad)')
         states[(states == GoalState.REACHED) & ~reached] = GoalState.ACTIVE
         self._reached_before[:] = reached
 

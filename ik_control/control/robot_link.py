@@ -33,7 +33,6 @@ settle that either (measured in ``test_glitches.py``).
 import enum
 import math
 
-from ik_control.control.goal_state import Event
 from ik_control.validation import InputError
 import numpy as np
 
@@ -195,9 +194,6 @@ class RobotLink:
         self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
         self._names = (None, None)  # the last names seen, and the controlled joints in them
 
-    def _event(self, kind, level, message):
-        self.events.append(Event(kind, level, message))
-
     def positions(self, names, positions):
         """
         Return the controlled joints' positions in a joint_states sample (any name order).
@@ -282,14 +278,14 @@ class RobotLink:
             self.state = LinkState.TRACKING
             if gap <= tolerance and np.any(path.sample(now)[1]):
                 # back before the stop ended, on the path: it goes on from there
-                self._event('state_regained', 'info', 'joint_states regained')
+                self.events.post('state_regained', 'info', 'joint_states regained')
                 return True
             path.reset(now, self.q, np.zeros_like(self.q), a_max, margin)
             if gap > tolerance:
                 self._note_reseed(now)
-            self._event('state_regained', 'info',
-                        f'joint_states regained: the robot is {gap:.3g} rad from where the '
-                        'arm stopped; commanding from there, at rest')
+            self.events.post('state_regained', 'info',
+                             f'joint_states regained: the robot is {gap:.3g} rad from where the '
+                             'arm stopped; commanding from there, at rest')
             return True
         if self.state == LinkState.TRACKING and gap > tolerance:
             self._note_reseed(now)
@@ -297,19 +293,20 @@ class RobotLink:
                 v = self.filter.velocity(self._velocity)
                 np.clip(v, -v_max, v_max, out=v)
                 path.reset(self.stamp, self.q, v, a_max, margin)
-                self._event('reseed', 'warn',
-                            f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
-                            f'{tolerance:g}): re-seeded at its measured position and velocity')
+                self.events.post('reseed', 'warn',
+                                 f'robot {gap:.3g} rad from the commanded path (reseed_tolerance'
+                                 f' {tolerance:g}): re-seeded at its measured position and '
+                                 'velocity')
                 return True
             self.state = LinkState.JOINING
-            self._event('reseed', 'warn',
-                        f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
-                        f'{tolerance:g}) after a jump in joint_states: re-seeding, joining '
-                        'the measured state within the limits; goals wait')
+            self.events.post('reseed', 'warn',
+                             f'robot {gap:.3g} rad from the commanded path (reseed_tolerance '
+                             f'{tolerance:g}) after a jump in joint_states: re-seeding, joining '
+                             'the measured state within the limits; goals wait')
         elif self.state == LinkState.JOINING and gap <= JOIN_DONE * tolerance:
             self.state = LinkState.TRACKING
-            self._event('rejoined', 'info', f'command joined the measured state ({gap:.3g} '
-                        'rad): following goals again')
+            self.events.post('rejoined', 'info', f'command joined the measured state ({gap:.3g} '
+                             'rad): following goals again')
         return True
 
     def _confirmed_elsewhere(self):

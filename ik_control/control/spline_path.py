@@ -25,7 +25,7 @@ Units: metres, radians, seconds; poses are 4x4 homogeneous matrices in the base 
 
 import math
 
-from ik_control.validation import InputError
+from ik_control.validation import InputError, rigid_transform
 import numpy as np
 import pinocchio as pin
 
@@ -127,10 +127,7 @@ def _check_poses(times, poses, start_time):
         raise InputError('key pose times must increase and come after the path start '
                          f'({start_time:g} s)')
     for k, T in enumerate(poses):
-        R = T[:3, :3]
-        if (np.max(np.abs(R.T @ R - np.eye(3))) > 1e-6 or abs(np.linalg.det(R) - 1) > 1e-6
-                or np.any(T[3] != (0.0, 0.0, 0.0, 1.0))):
-            raise InputError(f'key pose {k} is not a rigid transform')
+        rigid_transform(T, f'key pose {k}')
     return times, poses
 
 

@@ -60,7 +60,7 @@ import time
 
 from ik_control.ik.pose_error import log3
 from ik_control.kinematics import kernels
-from ik_control.validation import finite_vector, InputError
+from ik_control.validation import finite_vector, InputError, rotation_matrix
 from numba import njit
 import numpy as np
 
@@ -403,11 +403,7 @@ class Ccd:
         p_d = np.array(finite_vector(target_position, 3, 'target_position'))  # contiguous
         if target_rotation is None:
             return p_d, np.eye(3), False
-        R_d = np.asarray(target_rotation, dtype=float)
-        if R_d.shape != (3, 3) or not np.all(np.isfinite(R_d)):
-            raise InputError('target_rotation must be a finite 3x3 rotation matrix')
-        if np.abs(R_d.T @ R_d - np.eye(3)).max() > 1e-6 or np.linalg.det(R_d) < 0.0:
-            raise InputError('target_rotation is not a rotation matrix (R^T R != I or det < 0)')
+        R_d = rotation_matrix(target_rotation, 'target_rotation')
         return p_d, np.ascontiguousarray(R_d), True
 
     def _start(self, q):

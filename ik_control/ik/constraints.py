@@ -36,7 +36,7 @@ step is recomputed from there.
 
 from dataclasses import dataclass
 
-from ik_control.validation import finite_vector, InputError
+from ik_control.validation import finite_vector, InputError, rotation_matrix
 import numpy as np
 import pinocchio as pin
 
@@ -134,10 +134,7 @@ class Orientation:
     """
 
     def __init__(self, frame, rotation):
-        R = np.asarray(rotation, dtype=float)
-        if (R.shape != (3, 3) or not np.all(np.isfinite(R))
-                or np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0.0):
-            raise InputError('orientation constraint needs a 3x3 rotation matrix')
+        R = rotation_matrix(rotation, 'orientation constraint rotation')
         self.handle = Handle(frame)
         self.rotation = R
         self.dim = 3

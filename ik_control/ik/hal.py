@@ -55,7 +55,7 @@ the 6-D pose error (pinocchio Jacobian of the arm joints) remove it
 from dataclasses import dataclass
 
 from ik_control.ik.laws import dls_step
-from ik_control.validation import finite_vector, InputError, ModelError
+from ik_control.validation import finite_vector, InputError, ModelError, rotation_matrix
 import numpy as np
 import pinocchio as pin
 
@@ -461,10 +461,7 @@ class HalArm:
         """
         q_current = finite_vector(q_current, self.model.nq, 'q')
         p_d = finite_vector(target_position, 3, 'target_position')
-        R_d = np.asarray(target_rotation, dtype=float)
-        if (R_d.shape != (3, 3) or not np.all(np.isfinite(R_d))
-                or np.abs(R_d.T @ R_d - np.eye(3)).max() > 1e-6 or np.linalg.det(R_d) < 0):
-            raise InputError('target_rotation must be a finite 3x3 rotation matrix')
+        R_d = rotation_matrix(target_rotation, 'target_rotation')
         if int(refine_steps) < 0:
             raise InputError(f'refine_steps must be >= 0, got {refine_steps}')
         q, reachable, inside, psi = self.closed_form(q_current, p_d, R_d)

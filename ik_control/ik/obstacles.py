@@ -40,6 +40,7 @@ import math
 
 from ik_control.ik.nullspace import task_priority_term
 from ik_control.kinematics import kernels
+from ik_control.validation import rigid_transform
 from numba import njit
 import numpy as np
 
@@ -262,11 +263,7 @@ class ObstacleAvoidance:
         half, centers, radii = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n)
         for i, (shape, pose, scale) in enumerate(shapes):
             radii[i] = bounding_radius(shape, scale)
-            T = np.asarray(pose, dtype=float)
-            if (T.shape != (4, 4) or not np.all(np.isfinite(T))
-                    or np.abs(T[:3, :3].T @ T[:3, :3] - np.eye(3)).max() > 1e-6
-                    or abs(np.linalg.det(T[:3, :3]) - 1.0) > 1e-6):
-                raise ValueError(f'{shape} {i}: pose must be a finite 4x4 rigid transform')
+            T = rigid_transform(pose, f'{shape} {i}: pose')  # an InputError is a ValueError
             kinds[i] = SHAPES[shape]
             sx, sy, sz = (0.5 * float(v) for v in scale)
             half[i] = ((radii[i],) * 3 if shape == 'sphere' else

@@ -13,7 +13,7 @@ rotation_threshold`` [rad] (sec. V: 0.15 m, position only).
 from dataclasses import dataclass
 
 from ik_control.ik.pose_error import ERROR_LOG3, pose_error
-from ik_control.validation import finite_vector, InputError
+from ik_control.validation import finite_vector, InputError, rotation_matrix
 from numba import njit
 import numpy as np
 
@@ -50,10 +50,7 @@ class WorkspaceGoal:
         """Check the numbers: finite position, a rotation matrix, thresholds > 0."""
         object.__setattr__(self, 'position', finite_vector(self.position, 3, 'goal position'))
         if self.rotation is not None:
-            R = np.asarray(self.rotation, dtype=float)
-            if (R.shape != (3, 3) or not np.all(np.isfinite(R))
-                    or np.abs(R @ R.T - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0.0):
-                raise InputError('goal rotation must be a finite 3x3 rotation matrix')
+            R = rotation_matrix(self.rotation, 'goal rotation')
             object.__setattr__(self, 'rotation', R.copy())
         for name in ('threshold', 'rotation_threshold', 'rotation_weight'):
             value = getattr(self, name)

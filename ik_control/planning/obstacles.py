@@ -13,7 +13,7 @@ the planner node's parameters: ``{name, type, size, position [m], rpy [rad]}``.
 
 from dataclasses import dataclass, field
 
-from ik_control.validation import finite_vector, InputError
+from ik_control.validation import finite_vector, InputError, rigid_transform
 import numpy as np
 import pinocchio as pin
 
@@ -37,11 +37,7 @@ class Obstacle:
         size = finite_vector(self.size, SHAPES[self.shape], f"obstacle '{self.name}' size")
         if np.any(size <= 0.0):
             raise InputError(f"obstacle '{self.name}': sizes must be > 0 m, got {list(size)}")
-        pose = np.asarray(self.pose, dtype=float)
-        R = pose[:3, :3] if pose.shape == (4, 4) else None
-        if (R is None or not np.all(np.isfinite(pose))
-                or np.abs(R @ R.T - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0.0):
-            raise InputError(f"obstacle '{self.name}': pose must be a finite rigid 4x4 transform")
+        pose = rigid_transform(self.pose, f"obstacle '{self.name}': pose")
         object.__setattr__(self, 'size', tuple(float(s) for s in size))
         object.__setattr__(self, 'pose', pose.copy())
 

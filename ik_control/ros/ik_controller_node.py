@@ -52,35 +52,30 @@ kind, never per tick.
 
 from concurrent.futures import ThreadPoolExecutor
 import math
-import os
 import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from ik_control import robots
 from ik_control.control import status as status_mod
 from ik_control.control.controller import ResolvedRateController
 from ik_control.control.goal_state import GoalState
-from ik_control.control.spline_path import KeyPosePath, MAX_KEYS
-from ik_control.control.velocity_profile import load_profile, ProfileMotion
 from ik_control.ik.nullspace import manipulability
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
-from ik_control.ros.conversions import pose_to_matrix
+from ik_control.ros.goal_topics import GoalTopics
 from ik_control.ros.ik_controller_parameters import (COMMAND_INTERFACES, controller_config,
                                                      fixed_obstacles, load_model, LOOP_MODES,
-                                                     PARAMETERS, profile_request)
+                                                     PARAMETERS)
 from ik_control.ros.move_to_pose_server import MoveToPoseServer
-from ik_control.ros.obstacle_markers import MAX_MARKERS, ObstacleMarkers
+from ik_control.ros.obstacle_markers import ObstacleMarkers
 from ik_control.ros.parameters import coerce, declare_all, run_node, StartupError
 from ik_control.ros.realtime_loop import (INPUT_PHASE, LoopStats, PolledGroup, PUBLISH_PHASE,
                                           RealtimeLoop, set_realtime_priority, take_latest,
                                           TICK_PHASES, TRIGGER_DEADLINE_PERIODS,
                                           UPDATE_PHASE)
-from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
-                                   unit_quaternion)
+from ik_control.validation import IkControlError, InputError
 from nav_msgs.msg import Path
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -119,8 +114,8 @@ class _TickStats(LoopStats):
         super().record(start, compute, age)
 
 
-class IkControllerNode(Node):
-    """The ``ik_controller`` node (module docstring)."""
+class IkControllerNode(GoalTopics, Node):
+    """The ``ik_controller`` node (module docstring; its goal callbacks: :class:`GoalTopics`)."""
 
     def __init__(self, **kwargs):
         """Declare and check parameters, load the model, create interfaces and the timer."""
@@ -143,7 +138,6 @@ class IkControllerNode(Node):
         # the realtime loop ticks in the main thread and the executor serves services,
         # parameters and diagnostics from another: what changes the controller holds this
         self.lock = threading.Lock()
-        self._tf_buffer = None
         self._refusals = 0
         self._bad_stamps = 0  # joint_states whose stamp gives no latency (MAX_LATENCY)
         self._event_logged = {}  # event kind -> (last log time [s], left out since)
@@ -292,168 +286,6 @@ class IkControllerNode(Node):
         except InputError as exc:
             self._refuse(str(exc), now)  # (a later clock reading would come before `now`)
             return None
-
-    def _target_in_base(self, frame_id, T, stamp):
-        """``T`` (4x4 in ``frame_id``) expressed in the base frame, or InputError."""
-        base = self.model.base_frame
-        if frame_id in ('', base):
-            return T
-        if self.model.pin_model.existFrame(frame_id):
-            ref = self.model.pin_frame_placement(self.controller.q_cmd if
-                                                 self.controller.initialized else
-                                                 self.model.center, frame_id)
-            return ref @ T
-        transform = self._lookup_tf(frame_id, stamp)
-        return transform @ T
-
-    def _lookup_tf(self, frame_id, stamp):
-        if self._tf_buffer is None:
-            try:
-                import tf2_ros
-            except ImportError:
-                raise InputError(f"frame '{frame_id}' is not a frame of the robot model and "
-                                 'tf2_ros is not installed') from None
-            self._tf_buffer = tf2_ros.Buffer()
-            self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self)
-        try:
-            import rclpy.time
-            tf = self._tf_buffer.lookup_transform(self.model.base_frame, frame_id,
-                                                  rclpy.time.Time())
-        except Exception as exc:  # noqa: B902 - tf2 raises several unrelated types
-            raise InputError(f"no transform from '{frame_id}' to "
-                             f"'{self.model.base_frame}': {exc}") from None
-        t, r = tf.transform.translation, tf.transform.rotation
-        M = np.eye(4)
-        M[:3, :3] = quaternion_to_matrix(unit_quaternion([r.x, r.y, r.z, r.w]))
-        M[:3, 3] = finite_vector([t.x, t.y, t.z], 3, 'transform')
-        return M
-
-    def _on_joint_trajectory(self, raw):
-        """Follow a joint trajectory (header stamp zero: from now)."""
-        try:
-            stamp, names, times, positions, velocities = self._joint_trajectory_reader.read(raw)
-            start = stamp if stamp != 0.0 else self._now()
-            self.controller.set_joint_trajectory(names, times, positions, velocities, start)
-        except (InputError, ValueError) as exc:
-            self._refuse(f'joint_trajectory: {exc}')
-
-    def _on_pose(self, ee, msg):
-        try:
-            T = pose_to_matrix(msg.pose, f'{ee} target')
-            T = self._target_in_base(msg.header.frame_id, T, msg.header.stamp)
-            if not np.all(np.isfinite(T)):
-                raise InputError(f'{ee} target is not finite in the base frame')
-            self.controller.set_target_matrix(ee, T)
-            self.topic_goals[self.controller.end_effector_index(ee)] += 1
-            self._publish_goal(force=True)
-        except InputError as exc:
-            self._refuse(str(exc))
-
-    def _on_path(self, ee, msg):
-        """Follow a nav_msgs/Path of key poses (module docstring)."""
-        try:
-            if not 0 < len(msg.poses) <= MAX_KEYS:
-                raise InputError(f'{ee} target_path has {len(msg.poses)} poses: give 1 to '
-                                 f'{MAX_KEYS}')
-            origin = msg.header.stamp
-            offsets = np.array([(p.header.stamp.sec - origin.sec)
-                                + 1e-9 * (p.header.stamp.nanosec - origin.nanosec)
-                                for p in msg.poses])
-            poses = np.empty((len(msg.poses), 4, 4))
-            with self.lock:  # other frames of the model are placed at the commanded state
-                for k, p in enumerate(msg.poses):
-                    frame = p.header.frame_id or msg.header.frame_id
-                    T = pose_to_matrix(p.pose, f'{ee} target_path pose {k}')
-                    poses[k] = self._target_in_base(frame, T, p.header.stamp)
-                now = self._now()
-                start, twist = self.controller.motion_start(ee, now)
-            if not np.all(np.isfinite(poses)):
-                raise InputError(f'{ee} target_path is not finite in the base frame')
-            path = KeyPosePath(0.0, start, offsets, poses, twist)  # checks the times
-            with self.lock:  # starts now: an older reading would be a backward clock jump
-                self._start_motion(ee, path, self._now(),
-                                   f'a path of {len(offsets)} key poses')
-        except InputError as exc:
-            with self.lock:
-                self._refuse(str(exc))
-
-    def _on_profile(self, ee, msg):
-        """Play a velocity profile: a name or file, or ``{profile, perturbation, seed}``."""
-        try:
-            name, perturbation, seed = profile_request(msg.data)
-            path = name
-            if name and os.sep not in name and not name.endswith('.yaml'):
-                try:
-                    path = robots.motion_path(name)
-                except IkControlError:
-                    raise InputError(f"{ee} velocity_profile '{name}' is neither a file nor "
-                                     'a profile in config/motions') from None
-            profile = load_profile(path)
-            with self.lock:
-                now = self._now()
-                start, _ = self.controller.motion_start(ee, now)
-                self._start_motion(ee, ProfileMotion(profile, start, perturbation, seed), now,
-                                   f"velocity profile '{profile.name}'")
-        except InputError as exc:
-            with self.lock:
-                self._refuse(str(exc))
-
-    def _start_motion(self, ee, motion, now, what):
-        """Hand a moving goal to the controller and say so (call with the lock held)."""
-        self.controller.follow_motion(ee, motion, now, what)
-        self.topic_goals[self.controller.end_effector_index(ee)] += 1
-        self._publish_goal(force=True)
-
-    def _on_twist(self, ee, msg):
-        try:
-            frame = msg.header.frame_id
-            if frame not in ('', self.model.base_frame):
-                raise InputError(f"{ee} target_twist must be in '{self.model.base_frame}' "
-                                 f"(or have an empty frame_id), not '{frame}'")
-            now = self._now()
-            stamp = self._stamp_seconds(msg.header.stamp)
-            if stamp != 0.0 and abs(now - stamp) > max(1.0, self.controller.config.twist_timeout):
-                raise InputError(f'{ee} target_twist stamp is {now - stamp:.3g} s away from '
-                                 'now')
-            t = msg.twist
-            self.controller.set_twist_target(ee, [t.linear.x, t.linear.y, t.linear.z],
-                                             [t.angular.x, t.angular.y, t.angular.z], now)
-            self.topic_goals[self.controller.end_effector_index(ee)] += 1
-        except InputError as exc:
-            self._refuse(str(exc))
-
-    def _on_obstacles(self, msg):
-        """Apply a MarkerArray to the obstacle set, marker by marker (module docstring)."""
-        if len(msg.markers) > MAX_MARKERS:
-            with self.lock:
-                self._refuse(f'obstacles: {len(msg.markers)} markers in one message, at most '
-                             f'{MAX_MARKERS} are taken')
-            return
-        with self.lock:  # frames of the model are placed at the commanded state
-            changed = False
-            for marker in msg.markers:
-                try:
-                    changed |= self._markers.apply(marker, self._target_in_base)
-                except InputError as exc:
-                    self._refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}")
-            if changed:
-                self.controller.set_obstacle_shapes(self._markers.shapes())
-
-    def _on_hold(self, request, response):
-        with self.lock:
-            self.controller.hold()
-            self._log_events()
-        response.success = True
-        response.message = 'holding the current pose; goals paused until ~/resume'
-        return response
-
-    def _on_resume(self, request, response):
-        with self.lock:
-            self.controller.resume()
-            self._log_events()
-        response.success = True
-        response.message = 'following the paused goals again'
-        return response
 
     def _on_set_parameters(self, params):
         values = dict(self.values)

@@ -1,0 +1,165 @@
+"""
+The goal referee: after each tick, which goals are reached, stalled, or unreachable.
+
+A goal is *reached* when the kernel's rule holds at the commanded state (within the goal
+tolerances, the command window at rest: :meth:`GoalSet.judge
+<ik_control.control.goal_set.GoalSet.judge>`) and the pose measured from joint_states is
+within the tolerances too. A goal whose error has not fallen by ``PROGRESS_FRACTION`` of
+itself for ``unreachable_time`` (scale-free) is *stalled*: it goes to the position-IK
+fallback (:mod:`ik_control.control.fallback`) up to ``MAX_TRIES`` times, then it is
+*unreachable*: the effector is *parked* at the closest pose it reached. The referee also
+takes the fallback's answers (approach its solution, or park the goals it could not
+solve) and ends the joint-space approach when it arrives.
+
+Every decision is an event on the controller's queue; nothing here runs unless a goal's
+state changes, except :meth:`GoalReferee.judge`, which costs one compiled kernel call per
+tick.
+"""
+
+from ik_control.control.fallback import MAX_TRIES
+from ik_control.control.goal_set import SETTLING
+from ik_control.control.robot_link import join_velocity
+from ik_control.ik.pose_error import pose_distance
+from ik_control.ik.solver import INFO_SIGMA_MIN
+import numpy as np
+
+__all__ = ['GoalReferee']
+
+
+class GoalReferee:
+    """
+    Judge the goals of a :class:`GoalSet` after each tick (module docstring).
+
+    Parameters
+    ----------
+    model:
+        The :class:`~ik_control.kinematics.robot_model.RobotModel`.
+    goals:
+        The controller's :class:`~ik_control.control.goal_set.GoalSet`.
+    fallback:
+        Its :class:`~ik_control.control.fallback.IkFallback`.
+    solver:
+        Its :class:`~ik_control.ik.solver.VelocitySolver`: the errors, Jacobian and poses
+        of the tick just solved.
+    events:
+        Its :class:`~ik_control.control.goal_state.EventQueue`.
+
+    """
+
+    def __init__(self, model, goals, fallback, solver, events):
+        self.model, self.goals, self.fallback = model, goals, fallback
+        self.solver, self.events = solver, events
+        self._meas_ws = model.workspace()  # FK of the measured state
+
+    def judge(self, now, velocities, config, q_cmd, q_meas):
+        """
+        Set goal reached per effector, and act on targets the effectors make no progress to.
+
+        Reached: the kernel's rule at the commanded state (within tolerance, the command
+        window ``velocities`` at rest), and the pose measured from joint_states
+        (``q_meas``) within tolerance too. No progress: the error has not fallen by
+        ``PROGRESS_FRACTION`` of itself (in tolerances: scale-free) for
+        ``unreachable_time`` seconds with the arm at rest, or for ``CREEP_PERIODS`` times as
+        long while it still creeps. Such a goal goes to the position-IK fallback
+        (:meth:`_request_fallback`, seeded with ``q_cmd``), or, once it has had
+        ``MAX_TRIES`` (or with ``fallback_strategy: off``), is unreachable (:meth:`park`).
+        Returns True while some goal is parked.
+        """
+        cfg, goals, solver, fallback = config, self.goals, self.solver, self.fallback
+        if fallback.approach is not None:  # the joint-space approach is progress
+            goals.best_time[fallback.serving] = now
+        flags = goals.judge(solver.err_pos, solver.err_rot, cfg.goal_position_tolerance,
+                            cfg.goal_orientation_tolerance, velocities, now,
+                            cfg.unreachable_time)
+        if flags & SETTLING:  # the hand's own speed, per task row, over the window
+            hand = np.max(np.abs(velocities @ solver.J.T), axis=0)
+            goals.settle_hands(hand, self.model.row_frame, solver.err_pos, solver.err_rot,
+                               cfg.goal_position_tolerance, cfg.goal_orientation_tolerance)
+        if goals.reached.any():
+            self._confirm_measured(q_meas, cfg)
+        if flags:
+            stuck = goals.stuck & ~fallback.seeking  # a pending solve decides those
+            retry = ((stuck | goals.slow) & ~fallback.seeking
+                     & (fallback.tries < MAX_TRIES))
+            if cfg.fallback_strategy != 'off' and retry.any():
+                self._request_fallback(now, retry, q_cmd, cfg.fallback_strategy)
+                stuck &= ~retry
+            if stuck.any():
+                why = ('no progress again after the position-IK fallback'
+                       if cfg.fallback_strategy != 'off' else 'no progress (fallback off)')
+                self.park(stuck, f'{why} for {cfg.unreachable_time:g} s')
+        done = goals.reached | goals.parked
+        if fallback.posture is not None and done[fallback.serving].all():
+            self.end_fallback(np.flatnonzero(fallback.serving)[0])
+        goals.transitions(solver.err_pos, solver.err_rot)
+        return bool(goals.parked.any())
+
+    def _confirm_measured(self, q_meas, cfg):
+        """Keep ``goal_reached`` only where the measured pose is within tolerance too."""
+        ws = self._meas_ws
+        ws.update(q_meas, jacobian=False)
+        reached = self.goals.reached
+        for i in np.flatnonzero(reached):
+            err_p, err_r = pose_distance(ws.frame_T[i], self.goals.targets[i])
+            if err_p > cfg.goal_position_tolerance or (
+                    self.model.task_is_pose[i] and err_r > cfg.goal_orientation_tolerance):
+                reached[i] = False
+
+    def park(self, which, reason):
+        """Goals of effectors ``which`` (bool mask) are unreachable: hold the closest pose."""
+        if self.fallback.serving[which].any():
+            self.end_fallback(np.flatnonzero(which & self.fallback.serving)[0])
+        frame_T, goal = self.solver.frame_T, self.goals.goal
+        self.goals.park(which, reason, frame_T, lambda i: pose_distance(frame_T[i], goal[i]))
+
+    def _request_fallback(self, now, which, q_cmd, strategy):
+        """Ask the position IK for every effector's target at once (module fallback.py)."""
+        which = self.fallback.ask(which, self.goals.targets, q_cmd, self.goals.ids)
+        self.goals.best_time[which] = now
+        names = [self.model.end_effector_names[i] for i in np.flatnonzero(which)]
+        self.events.post('fallback', 'info',
+                         f'no progress to the goal of {names} (error '
+                         f'{float(np.max(self.solver.err_pos[which])):.4g} m, sigma_min '
+                         f'{float(self.solver.info[INFO_SIGMA_MIN]):.3g}): asking the '
+                         f'position IK ({strategy} strategy)')
+
+    def poll(self, now, strategy):
+        """Take a finished position-IK solve: approach its solution, or park the goals."""
+        done = self.fallback.take(self.goals.ids, strategy)
+        if done is None:
+            return
+        which, result = done
+        if not result.success:
+            self.park(which, f'the position IK found no solution in '
+                      f'{1e3 * self.fallback.time_budget:.3g} ms of CPU (best '
+                      f'{result.position_error:.3g} m, {result.rotation_error:.3g} rad)')
+            return
+        self.goals.restart_progress(which, now)
+        self.events.post('fallback_found', 'info',
+                         f'position IK solution in {1e3 * result.seconds:.3g} ms (error '
+                         f'{result.position_error:.2g} m): '
+                         + ('joint-space approach, then Cartesian tracking'
+                            if self.fallback.approach is not None
+                            else 'pulled toward it in the nullspace'))
+
+    def approach_velocity(self, now, q_cmd, v_max, a_max, out):
+        """
+        Joint strategy: desired velocity toward the IK's solution into ``out``.
+
+        Hands back to Cartesian tracking (``out`` untouched) once every joint is within
+        ``HANDBACK`` of the solution.
+        """
+        fallback = self.fallback
+        if fallback.approach_done(q_cmd):
+            which = fallback.serving.copy()
+            self.end_fallback(np.flatnonzero(which)[0])
+            self.goals.restart_progress(which, now)
+            self.events.post('fallback_handback', 'info', 'joint-space approach done: '
+                             'Cartesian tracking from here')
+            return
+        join_velocity(q_cmd, fallback.approach, v_max, a_max, out)
+
+    def end_fallback(self, i):
+        """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""
+        self.fallback.end(i)
+        self.goals.unreachable_reason[i] = ''
