@@ -10,7 +10,7 @@ from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
 from ik_control.control.config import ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.kinematics import RobotModel
-from ik_control.kinematics.robot_model import CONTINUOUS_RANGE
+from ik_control.kinematics.urdf_tree import CONTINUOUS_RANGE
 from ik_control.validation import ModelError
 import numpy as np
 import pinocchio as pin

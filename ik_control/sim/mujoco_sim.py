@@ -52,7 +52,7 @@ from typing import Optional, Sequence
 from xml.etree import ElementTree
 
 from ik_control.kinematics import RobotModel
-from ik_control.kinematics.robot_model import _mimic_table
+from ik_control.kinematics.urdf_tree import mimic_table
 from ik_control.sim.base import clip_initial_positions, SimRobot
 from ik_control.sim.trajectory import JointTrajectorySampler
 import numpy as np
@@ -132,7 +132,7 @@ class MujocoSim(SimRobot):
         if not (np.isfinite(timestep) and timestep > 0.0):
             raise ValueError('timestep must be finite and > 0, got %r' % timestep)
         q0 = clip_initial_positions(self._names, robot.lower, robot.upper, initial_positions)
-        mimic = _mimic_table(robot.urdf_xml)
+        mimic = mimic_table(robot.urdf_xml)
         held = tuple(name for name in robot.tree_joint_names
                      if name not in mimic and name not in self._names)
 
