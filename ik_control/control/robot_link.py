@@ -36,7 +36,7 @@ import math
 from ik_control.validation import InputError
 import numpy as np
 
-__all__ = ['CONFIRM_SAMPLES', 'join_velocity', 'LinkState', 'PlausibilityFilter',
+__all__ = ['CONFIRM_SAMPLES', 'ConfirmingRun', 'join_velocity', 'LinkState', 'PlausibilityFilter',
            'POSITION_NOISE', 'RobotLink', 'SPEED_FACTOR', 'STATE_LIMIT_TOLERANCE']
 
 #: measured speeds up to this multiple of the URDF velocity limit are believed (a drive
@@ -66,6 +66,39 @@ class LinkState(enum.IntEnum):
     STALE = 3
 
 
+class ConfirmingRun:
+    """
+    Consecutive samples, each plausible from the one before: where the robot now is.
+
+    One sample far from what was believed may be a glitch; ``CONFIRM_SAMPLES`` in a row
+    that continue one another (``reachable``: :meth:`PlausibilityFilter.reachable`) show
+    that the robot is there. A sample that does not continue the run starts a new one.
+    """
+
+    def __init__(self, reachable):
+        self._reachable = reachable
+        self._samples = []  # (t, q)
+
+    def add(self, t, q):
+        """Add sample ``q`` measured at ``t`` [s]; True (and the run restarts) once confirmed."""
+        run = self._samples
+        if run and self._reachable(run[-1][0], run[-1][1], t, q) >= 0:
+            run.clear()
+        run.append((t, q.copy()))
+        if len(run) < CONFIRM_SAMPLES:
+            return False
+        run.clear()
+        return True
+
+    def clear(self):
+        """Forget the run."""
+        self._samples.clear()
+
+    def shift(self, dt):
+        """Move the kept sample times by ``dt`` [s] (a backward jump of the clock)."""
+        self._samples = [(t + dt, q) for t, q in self._samples]
+
+
 class PlausibilityFilter:
     """
     Refuse joint_states samples the robot cannot have produced (module docstring).
@@ -81,7 +114,7 @@ class PlausibilityFilter:
         """Forget every sample: the next one is believed."""
         self.t0 = -math.inf
         self.q0 = None
-        self._run = []  # consecutive refused samples plausible from one another: (t, q)
+        self._run = ConfirmingRun(self.reachable)  # refused samples that continue each other
         #: ``(t, q)`` of the believed sample before the last one when the last continues
         #: it (plausible from it); None for the first sample and after a confirmed jump
         self.before = None
@@ -89,7 +122,7 @@ class PlausibilityFilter:
     def shift(self, dt):
         """Move the kept sample times by ``dt`` [s] (a backward jump of the clock)."""
         self.t0 += dt
-        self._run = [(t + dt, q) for t, q in self._run]
+        self._run.shift(dt)
 
     def reachable(self, t0, q0, t, q):
         """Index of the first joint that moved too fast from ``(t0, q0)`` to ``(t, q)``, or -1."""
@@ -110,11 +143,7 @@ class PlausibilityFilter:
         if j < 0:
             self._accept(t, q, True)
             return ''
-        run = self._run
-        if run and self.reachable(run[-1][0], run[-1][1], t, q) >= 0:
-            run.clear()
-        run.append((t, q.copy()))
-        if len(run) >= CONFIRM_SAMPLES:
+        if self._run.add(t, q):  # the robot is confirmed there
             self._accept(t, q, False)
             return ''
         dt = max(t - self.t0, 0.0)
@@ -191,7 +220,7 @@ class RobotLink:
         self.reseeds = 0
         self.reseed_time = -math.inf
         self._velocity = np.zeros(model.nq)  # measured velocity at a re-seed [rad/s]
-        self._elsewhere = []  # samples after a stale gap far from the path: (stamp, q)
+        self._elsewhere = ConfirmingRun(self.filter.reachable)  # after a gap, off the path
         self._names = (None, None)  # the last names seen, and the controlled joints in them
 
     def positions(self, names, positions):
@@ -254,6 +283,7 @@ class RobotLink:
         self.stamp += dt
         self.reseed_time += dt
         self.filter.shift(dt)
+        self._elsewhere.shift(dt)
 
     def follow(self, path, now, tolerance, v_max, a_max, margin):
         """
@@ -317,14 +347,7 @@ class RobotLink:
         the command restarts there once that many consecutive samples agree (each
         plausible from the one before).
         """
-        run = self._elsewhere
-        if run and self.filter.reachable(run[-1][0], run[-1][1], self.stamp, self.q) >= 0:
-            run.clear()
-        run.append((self.stamp, self.q))
-        if len(run) < CONFIRM_SAMPLES:
-            return False
-        run.clear()
-        return True
+        return self._elsewhere.add(self.stamp, self.q)
 
     def _note_reseed(self, now):
         self.reseeds += 1
