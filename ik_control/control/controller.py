@@ -56,23 +56,21 @@ from ik_control.control import limits as limits_mod
 from ik_control.control.command_window import CommandWindow, sample_points, TIME_RESOLUTION
 from ik_control.control.config import ControllerConfig
 from ik_control.control.fallback import IkFallback
+from ik_control.control.goal_inputs import GoalInputs
 from ik_control.control.goal_referee import GoalReferee
-from ik_control.control.goal_set import GoalSet, MODE_MOTION, MODE_POSE, MODE_TWIST
+from ik_control.control.goal_set import GoalSet, MODE_POSE
 from ik_control.control.goal_state import EventQueue
-from ik_control.control.joint_goal import JointGoal
 from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
 from ik_control.control.status import Status
 from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.pose_error import pose_distance
 from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
                                   SolverConfig, VelocitySolver)
-from ik_control.validation import (finite_vector, InputError, quaternion_to_matrix,
-                                   rigid_transform, unit_quaternion)
+from ik_control.validation import InputError
 import numpy as np
 
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
-MAX_TWIST = 1e3  # twist components beyond this are refused as malformed [m/s, rad/s]
 
 
 # status bits as plain ints: IntFlag's | costs microseconds a tick (``status`` is an int
@@ -110,8 +108,13 @@ class Command(NamedTuple):
         return sample_points(self.times, self.positions, self.velocities, t)
 
 
-class ResolvedRateController:
-    """ROS-free controller core (module docstring). Not thread-safe: one caller at a time."""
+class ResolvedRateController(GoalInputs):
+    """
+    ROS-free controller core (module docstring). Not thread-safe: one caller at a time.
+
+    Its goal API (poses, motions, twists, obstacles, joint trajectories, hold) is
+    :class:`~ik_control.control.goal_inputs.GoalInputs`; the tick is :meth:`update`.
+    """
 
     def __init__(self, model, config=None):
         self.model = model
@@ -269,176 +272,6 @@ class ResolvedRateController:
         except KeyError:
             raise InputError(f"'{frame}' is not an end effector; end effectors: "
                              f'{list(self._ee_index)}') from None
-
-    def set_pose_target(self, frame, position, quaternion_xyzw):
-        """Pose goal for end effector ``frame`` in the base frame [m, unit quaternion]."""
-        p = finite_vector(position, 3, 'target position')
-        T = np.eye(4)
-        T[:3, :3] = quaternion_to_matrix(unit_quaternion(quaternion_xyzw, 'target orientation'))
-        T[:3, 3] = p
-        self.set_target_matrix(frame, T)
-
-    def set_target_matrix(self, frame, T):
-        """
-        Pose goal as a finite 4x4 homogeneous matrix in the base frame.
-
-        Raises :class:`InputError` unless ``T`` is a finite rigid transform (rotation
-        orthonormal with determinant 1 within ``RIGID_TOLERANCE``, last row 0 0 0 1).
-        """
-        i = self.end_effector_index(frame)
-        T = rigid_transform(T, 'target matrix')
-        self._cancel_joint_goal('a pose goal')
-        self._end_goal(i)
-        self.goals.accept_pose(i, T)
-        self.solver.reset_targets()
-
-    def motion_start(self, frame, now):
-        """
-        Return ``(pose, twist)`` a new motion of ``frame`` starts from at ``now`` [s].
-
-        The sample and twist (6 values, base axes) of the motion it follows, so a new one
-        replaces it without a jump in pose or velocity; else its pose at the commanded
-        state (its target before the first joint_states), at rest.
-        """
-        i = self.end_effector_index(frame)
-        goals = self.goals
-        if goals.mode[i] == MODE_MOTION:
-            motion, start = goals.motions[i]
-            t = min(max(now - start, 0.0), motion.end_time)
-            return motion.sample(t), motion.twist(t)
-        if not self.initialized:
-            return goals.targets[i].copy(), np.zeros(6)
-        self.solver.ws.update(self.q_cmd, jacobian=False)
-        return self.solver.ws.frame_T[i].copy(), np.zeros(6)
-
-    def follow_motion(self, frame, motion, now, what):
-        """
-        Make ``frame`` follow ``motion`` from ``now`` [s]: SAM's moving goals (sec. VI).
-
-        ``motion`` has ``sample(t)`` (pose, 4x4, base frame), ``twist(t)`` (linear [m/s]
-        and angular [rad/s] velocity, base axes) at ``t`` [s] after ``now``, and
-        ``end_time`` [s]: a key-pose spline (:class:`~.spline_path.KeyPosePath`) or a
-        velocity profile (:class:`~.velocity_profile.ProfileMotion`), built from
-        :meth:`motion_start`. Each tick the target is its sample at the knot being
-        committed, with its twist as feed-forward: eq. (20), the error to the next sample
-        drives the arm, so integration error never accumulates. A motion with
-        ``weights(t)`` (a profile's ``priorities``, SAM sec. V) scales the obstacle
-        avoidance gain by its ``secondary`` weight while it plays. Once it has played out
-        its last pose is an ordinary pose goal, reached or unreachable by the usual rules.
-        A motion is a goal (``goal_ids``, :class:`GoalState`); ``what`` names it in the log.
-        """
-        i = self.end_effector_index(frame)
-        self._cancel_joint_goal(what)
-        self._end_goal(i)
-        self._observe_clock(now)
-        self.goals.accept_motion(i, motion, now, what)
-
-    def _end_goal(self, i):
-        """Replace the goal effector ``i`` pursues, if any: its fallback ends too."""
-        self.referee.end_fallback(i)
-        self.goals.replace(i)
-
-    def set_twist_target(self, frame, linear, angular, now):
-        """
-        Velocity goal for ``frame`` in base axes [m/s, rad/s], valid for ``twist_timeout``.
-
-        Components beyond ``MAX_TWIST`` are refused (:class:`InputError`): they are not
-        a command any arm could follow, and they would overflow the target integration.
-        """
-        i = self.end_effector_index(frame)
-        v = finite_vector(linear, 3, 'twist linear')
-        w = finite_vector(angular, 3, 'twist angular')
-        if max(np.max(np.abs(v)), np.max(np.abs(w))) > MAX_TWIST:
-            raise InputError(f'twist components must be within {MAX_TWIST:g} m/s and rad/s')
-        self._cancel_joint_goal('a twist goal')  # only a valid twist ends a plan
-        self._observe_clock(now)
-        if self.goals.mode[i] != MODE_TWIST:
-            self.referee.end_fallback(i)
-        self.goals.follow_twist(i, v, w, now,
-                                self.solver.frame_T[i] if self.initialized else None)
-
-    def set_obstacles(self, centers, radii):
-        """
-        Replace the obstacle spheres (centres [m] in the base frame, radii [m]).
-
-        The arm keeps ``obstacle_influence`` of clearance where its task allows (SAM eq.
-        19, :mod:`ik_control.ik.obstacles`). Raises :class:`InputError` for non-finite
-        centres, radii outside ``[0, MAX_RADIUS]`` or more than ``MAX_OBSTACLES`` spheres.
-        """
-        try:
-            self.obstacles.set_obstacles(centers, radii)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-
-    def set_obstacle_shapes(self, shapes):
-        """
-        Replace the obstacles by spheres, boxes and cylinders, avoided as exact shapes.
-
-        ``shapes``: ``(shape, pose, scale)`` as :meth:`ObstacleAvoidance.set_shapes` takes
-        them (pose 4x4 in the base frame, Marker sizes [m]). Raises :class:`InputError`
-        where that raises ValueError.
-        """
-        try:
-            self.obstacles.set_shapes(shapes)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-
-    def set_joint_trajectory(self, names, times, positions, velocities, start):
-        """
-        Follow a joint trajectory (a planner's or the style adapter's) starting at ``start``.
-
-        See :mod:`ik_control.control.joint_goal`: ``times`` [s] from ``start`` [s], positions
-        [rad or m] and optional velocities for every controlled joint, in any order. A pose
-        or twist goal ends it; when it ends the arm holds its last pose. Raises
-        :class:`InputError` for a trajectory that cannot be followed.
-        """
-        goal = JointGoal(self.model, names, times, positions, velocities, start)
-        self._cancel_joint_goal('a new joint trajectory')
-        for i in range(self.ne):
-            self._end_goal(i)  # the plan replaces the Cartesian goals
-        self.joint_goal = goal
-        self.events.post('trajectory_accepted', 'info',
-                         f'joint trajectory accepted: {len(goal.times)} points, ends in '
-                         f'{goal.end_time - start:.3g} s')
-
-    def _cancel_joint_goal(self, why):
-        if self.joint_goal is not None:
-            self.joint_goal = None
-            self.events.post('trajectory_replaced', 'info', f'joint trajectory replaced by {why}')
-
-    def stop_goals(self, frames):
-        """
-        End the goals of the effectors ``frames``: each holds its pose at the commanded state.
-
-        What a cancelled action goal leaves: the arm stays where it stopped (a later
-        ``resume`` does not bring those goals back).
-        """
-        if not self.initialized:
-            return
-        which = [self.end_effector_index(frame) for frame in frames]
-        for i in which:
-            self.referee.end_fallback(i)
-        self.solver.ws.update(self.q_cmd, jacobian=False)
-        self.goals.stop(which, self.solver.ws.frame_T)
-        self.solver.reset_targets()
-
-    def hold(self):
-        """Pause: decelerate to rest and keep the pose; the goals wait (``HELD``)."""
-        self.goals.pause()
-
-    def resume(self):
-        """
-        Leave hold: the paused goals (and those sent during hold) are followed again.
-
-        Effectors without a goal keep the pose they have now. Progress towards the goals
-        is counted from now (the pause is no lack of progress).
-        """
-        if self.goals.holding and self.initialized:
-            self.solver.ws.update(self.q_cmd, jacobian=False)
-            self.goals.resume(self._clock, self.solver.ws.frame_T)
-            self.solver.reset_targets()
-        else:
-            self.goals.resume(self._clock, None)
 
     def drain_events(self):
         """Return the transitions since the last call (:class:`Event` list), oldest first."""
