@@ -39,7 +39,8 @@ import rclpy
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
 
-GOALS = {'rate_hz': 999.5, 'jitter_us_p99': 100.0, 'latency_us_p99': 500.0}
+GOALS = {'rate_hz': 999.5, 'jitter_us_p99': 100.0, 'latency_us_p99': 500.0,
+         'compute_us_p50': 60.0, 'compute_us_p99': 200.0, 'cpu_percent': 25.0}
 STOP_TIMEOUT = 10.0  # SIGINT to SIGKILL [s]: the controller writes its statistics first
 
 
@@ -94,7 +95,10 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
         t_start = time.perf_counter() + warmup
         t_end = t_start + seconds
         k = 0
+        cpu = []  # (time, controller CPU seconds) when the measurement starts and ends
         while time.perf_counter() < t_end:
+            if not cpu and time.perf_counter() >= t_start:
+                cpu.append((time.perf_counter(), ctl.cpu_seconds()))
             T = poses[k % len(poses)]
             if client is None:
                 for i, pub in enumerate(pubs):
@@ -107,6 +111,7 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
             if progress:
                 progress(f'{label}: {max(0.0, time.perf_counter() - t_start):.0f} / '
                          f'{seconds:.0f} s')
+        cpu.append((time.perf_counter(), ctl.cpu_seconds()))
     finally:
         node.destroy_node()
         ctl.stop()
@@ -119,6 +124,10 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                         1.0 / rate_hz, phases)
     figures.update({'label': label, 'loop': loop, 'priority': priority, 'seconds': seconds,
                     'goals': goals})
+    if len(cpu) == 2 and None not in (cpu[0][1], cpu[1][1]):
+        # the controller process's CPU share over the measured span, all its threads
+        # (the loop, the executor, DDS): 100 = one core
+        figures['cpu_percent'] = 100.0 * (cpu[1][1] - cpu[0][1]) / (cpu[1][0] - cpu[0][0])
     if client is not None:
         figures.update(client.counts)
     return figures
@@ -209,7 +218,7 @@ def table(results):
     """Text table of :func:`run`'s results."""
     cols = ('rate_hz', 'jitter_us_p50', 'jitter_us_p99', 'jitter_us_p999', 'jitter_us_max',
             'compute_us_p50', 'compute_us_p99', 'latency_us_p50', 'latency_us_p99',
-            'latency_us_p999')
+            'latency_us_p999', 'cpu_percent')
     head = ['design', 'secs'] + [c.replace('_us', '') for c in cols]
     lines = ['  '.join(f'{h:>13}' for h in head)]
     for r in results['configs']:

@@ -37,6 +37,20 @@ def rss_kib(pid):
     return None
 
 
+def cpu_seconds(pid):
+    """
+    CPU time [s] process ``pid`` has used, every thread, user and system (None if gone).
+
+    ``utime + stime`` of ``/proc/<pid>/stat`` (fields 14 and 15, in clock ticks).
+    """
+    try:
+        with open(f'/proc/{pid}/stat', encoding='ascii') as stream:
+            fields = stream.read().rpartition(')')[2].split()  # after the command name
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def _read(stream):
     stream.flush()
     stream.seek(0)
@@ -115,6 +129,10 @@ class NodeProcess:
     def rss_kib(self):
         """Resident set size [KiB], or None when the process is gone."""
         return rss_kib(self.proc.pid) if self.alive() else None
+
+    def cpu_seconds(self):
+        """CPU time [s] used so far (:func:`cpu_seconds`), or None when the process is gone."""
+        return cpu_seconds(self.proc.pid) if self.alive() else None
 
     def output_tail(self, lines=20):
         """Return the last ``lines`` lines of the process's stderr and stdout."""
