@@ -448,3 +448,23 @@ class CommandWindow:
         """
         return _window(self._t, self._q, self._v, self._lo, self._hi, self._decel,
                        self._t_stop, self._stops, self._m, float(t))
+
+
+def compile_kernels(lower, upper, q, a_max, period):
+    """
+    Run every kernel of :class:`CommandWindow` and :func:`sample_points` once, on a scratch window.
+
+    Called by the controller at construction (``ResolvedRateController._compile``): the
+    first tick must not compile or load them. ``q`` [rad or m] inside ``[lower, upper]``,
+    ``a_max`` [rad/s^2] per joint, ``period`` [s] the tick period.
+    """
+    window = CommandWindow(lower, upper, capacity=16)
+    v = np.zeros_like(q)
+    window.reset(0.0, q, v, a_max, 0.0)
+    window.start(period, period)
+    window.append(period, q, v, a_max, 0.0)
+    window.sample(0.5 * period)
+    command = window.window(0.0)
+    sample_points(*command, 0.5 * period)
+    window.truncate(0.5 * period)
+    window.tail()
