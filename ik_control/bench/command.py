@@ -49,7 +49,7 @@ def _bench_loop(args):
 
     results = bench_loop.run(seconds=args.seconds, compare_seconds=args.compare_seconds,
                              progress=None if args.json else progress,
-                             action_client=args.action_client)
+                             action_client=args.action_client, profile=args.profile)
     emit(args, 'loop_action' if args.action_client else 'loop', results,
          bench_loop.table(results))
     return 0
@@ -228,6 +228,9 @@ def add_parser(sub):
     lp.add_argument('--action-client', action='store_true',
                     help='the chosen design with topic goals, then with MoveToPose action '
                          'goals and feedback (writes loop_action.json)')
+    lp.add_argument('--profile', action='store_true',
+                    help="also sample the chosen design's controller with py-spy and print "
+                         "each function's share of the tick")
     _output_options(lp, 'loop')
     lp.set_defaults(func=_bench_loop)
 

@@ -21,11 +21,22 @@ works in the executor thread and must not slow the loop.
 
 The same is measured for the loop designs not chosen (an rclpy timer in a
 SingleThreadedExecutor; the joint_states-triggered loop at normal priority), shorter, so
-the choice is visible in one run. Goals (issue 3): rate >= 999.5 Hz, p99 jitter <= 100 us,
-p99 latency <= 500 us.
+the choice is visible in one run. Goals (issues 3 and 18): rate >= 999.5 Hz, p99 jitter
+<= 100 us, p99 latency <= 500 us, compute p50 <= 60 us and p99 <= 200 us, the controller
+process's CPU <= 25 % of one core (``cpu_percent``: every thread, from ``/proc``).
+
+With ``profile``, py-spy samples the chosen design's controller process over the
+measurement (``PROFILE_RATE``, without stopping it) and :func:`profile_shares` gives each
+function's share of the samples taken inside the tick (``realtime_tick``): inclusive
+(the function and what it calls) and self.
 """
 
+import collections
 import os
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -42,6 +53,54 @@ from trajectory_msgs.msg import JointTrajectory
 GOALS = {'rate_hz': 999.5, 'jitter_us_p99': 100.0, 'latency_us_p99': 500.0,
          'compute_us_p50': 60.0, 'compute_us_p99': 200.0, 'cpu_percent': 25.0}
 STOP_TIMEOUT = 10.0  # SIGINT to SIGKILL [s]: the controller writes its statistics first
+PROFILE_RATE = 1000  # py-spy samples per second [Hz]
+PROFILE_ROOT = 'realtime_tick'  # the profile counts the samples inside this function
+PROFILE_ROWS = 16  # functions shown, by inclusive share
+
+
+def profile_shares(collapsed_lines, root=PROFILE_ROOT, rows=PROFILE_ROWS):
+    """
+    Each function's share [%] of the samples inside ``root``, from py-spy's raw output.
+
+    ``collapsed_lines``: ``frame;frame;...;frame count`` per line, outermost frame first,
+    each frame ``function (file:line)``. A function counts once per sample however deep
+    it recurses (inclusive) and as the innermost frame (self). Returns ``{'samples': n,
+    'functions': [[function (file), inclusive %, self %], ...]}``, largest inclusive
+    first, ``rows`` of them.
+    """
+    inclusive, own = collections.Counter(), collections.Counter()
+    total = 0
+    for line in collapsed_lines:
+        stack, _, count = line.rstrip().rpartition(' ')
+        if not stack or not count.isdigit():
+            continue
+        # 'f (dir/file.py:12)' -> 'f (file.py)'
+        frames = [re.sub(r' \((?:.*/)?([^/:]+)(?::\d+)?\)$', r' (\1)', f)
+                  for f in stack.split(';')]
+        start = next((k for k, f in enumerate(frames) if f.split(' ')[0].endswith(root)), None)
+        if start is None:
+            continue
+        n = int(count)
+        total += n
+        for name in set(frames[start:]):
+            inclusive[name] += n
+        own[frames[-1]] += n
+    scale = 100.0 / max(total, 1)
+    return {'samples': total,
+            'functions': [[name, round(scale * n, 1), round(scale * own[name], 1)]
+                          for name, n in inclusive.most_common(rows)]}
+
+
+def _start_profiler(pid, seconds, output):
+    """Start ``py-spy record`` on process ``pid`` for ``seconds``; raw stacks to ``output``."""
+    spy = (shutil.which('py-spy')
+           or os.path.join(os.path.dirname(sys.executable), 'py-spy'))
+    if not os.path.isfile(spy):
+        raise RuntimeError('py-spy is not installed (pip install py-spy; make venv does)')
+    return subprocess.Popen([spy, 'record', '--pid', str(pid), '--rate', str(PROFILE_RATE),
+                             '--nonblocking', '--duration', str(max(1, int(seconds))),
+                             '--format', 'raw', '--output', output],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def _goal_poses(model, rng, count):
@@ -55,17 +114,20 @@ def _goal_poses(model, rng, count):
 
 
 def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
-               goals='topic'):
+               goals='topic', profile=False):
     """
     Run sim + controller with one loop design; return the measured figures.
 
-    ``goals``: 'topic' (``target_pose`` messages) or 'action' (MoveToPose goals).
+    ``goals``: 'topic' (``target_pose`` messages) or 'action' (MoveToPose goals);
+    ``profile``: also sample the controller with py-spy (module docstring).
     """
     model = robots.robot('simon')
     params = robots.data_path('config', 'simon.yaml')
     ns = f'/bench_loop_{os.getpid()}_{label}'
     tmp = tempfile.mkdtemp(prefix='ik_control_bench_loop_')
     ctl_stats = os.path.join(tmp, 'controller.npz')
+    stacks = os.path.join(tmp, 'controller_stacks.txt')
+    spy = None
     common = ['--params-file', params, '-r', f'__ns:={ns}', '-p', f'rate_hz:={rate_hz}',
               '-p', f'urdf_path:={robots.urdf_path("simon")}']
     env = node_environment()
@@ -99,6 +161,8 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
         while time.perf_counter() < t_end:
             if not cpu and time.perf_counter() >= t_start:
                 cpu.append((time.perf_counter(), ctl.cpu_seconds()))
+                if profile:
+                    spy = _start_profiler(ctl.pid, t_end - time.perf_counter(), stacks)
             T = poses[k % len(poses)]
             if client is None:
                 for i, pub in enumerate(pubs):
@@ -112,7 +176,13 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                 progress(f'{label}: {max(0.0, time.perf_counter() - t_start):.0f} / '
                          f'{seconds:.0f} s')
         cpu.append((time.perf_counter(), ctl.cpu_seconds()))
+        if spy is not None:
+            _, err = spy.communicate(timeout=60.0)
+            if spy.returncode != 0:
+                raise RuntimeError(f'py-spy failed: {err[-2000:]}')
     finally:
+        if spy is not None and spy.poll() is None:
+            spy.kill()
         node.destroy_node()
         ctl.stop()
         sim.stop()
@@ -130,6 +200,9 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
         figures['cpu_percent'] = 100.0 * (cpu[1][1] - cpu[0][1]) / (cpu[1][0] - cpu[0][0])
     if client is not None:
         figures.update(client.counts)
+    if spy is not None:
+        with open(stacks, encoding='utf-8') as stream:
+            figures['profile'] = profile_shares(stream)
     return figures
 
 
@@ -192,11 +265,13 @@ CONFIGS = (
 CHOSEN = 'synchronized_rt'
 
 
-def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False):
+def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False,
+        profile=False):
     """
     Measure the chosen design for ``seconds`` and the alternatives for ``compare_seconds``.
 
     With ``action_client``: the chosen design, with topic goals and with action goals.
+    With ``profile``: the chosen design's controller is sampled by py-spy.
     """
     rclpy.init()
     try:
@@ -208,7 +283,8 @@ def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False):
                                           progress=progress, goals=goals))
         for label, loop, priority in () if action_client else CONFIGS:
             duration = seconds if label == CHOSEN else compare_seconds
-            results.append(run_config(label, loop, priority, duration, progress=progress))
+            results.append(run_config(label, loop, priority, duration, progress=progress,
+                                      profile=profile and label == CHOSEN))
         return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results}
     finally:
         rclpy.try_shutdown()
@@ -235,6 +311,13 @@ def table(results):
             cells = [f"{r[f'{p}_us_p50']:.1f} / {r[f'{p}_us_p99']:.1f}"
                      if r.get(f'{p}_us_p99', 0.0) > 0.0 else '-' for p in parts]
             lines.append('  '.join(f'{v:>15}' for v in [r['label']] + cells))
+    for r in results['configs']:
+        if 'profile' in r:
+            lines += ['', f"where {r['label']}'s tick spends its time (py-spy, "
+                      f"{r['profile']['samples']} samples at {PROFILE_RATE} Hz inside "
+                      f'{PROFILE_ROOT}; % of them)', f"{'inclusive':>10} {'self':>7}  function"]
+            lines += [f'{incl:>9.1f}% {own:>6.1f}%  {name}'
+                      for name, incl, own in r['profile']['functions']]
     for r in results['configs']:
         if 'action_goals' in r:
             lines.append(f"{r['label']}: {r['action_goals']} MoveToPose goals, "

@@ -1,0 +1,29 @@
+"""bench loop --profile: each function's share of the tick, from py-spy's raw stacks."""
+
+from ik_control.ros.harness.bench_loop import profile_shares
+
+STACKS = [
+    'main (run.py:1);Node.realtime_tick (/x/node.py:20);f (/x/law.py:3);g (/x/fk.py:4) 3',
+    'main (run.py:1);Node.realtime_tick (/x/node.py:21);f (/x/law.py:5) 1',
+    'main (run.py:1);Loop.sleep (/x/loop.py:9) 10',  # outside the tick: not counted
+    'main (run.py:1);Node.realtime_tick (/x/node.py:20);h (/x/h.py:7);h (/x/h.py:8) 2',
+    'not a stack line',
+]
+
+
+def test_shares_count_only_the_tick_and_each_function_once_per_sample():
+    shares = profile_shares(STACKS, rows=10)
+    assert shares['samples'] == 6
+    got = {name: (incl, own) for name, incl, own in shares['functions']}
+    assert got == {'Node.realtime_tick (node.py)': (100.0, 0.0),
+                   'f (law.py)': (66.7, 16.7),
+                   'g (fk.py)': (50.0, 50.0),
+                   'h (h.py)': (33.3, 33.3)}  # recursion counted once
+    assert [name for name, _, _ in shares['functions']][:2] == [
+        'Node.realtime_tick (node.py)', 'f (law.py)']
+
+
+def test_rows_keep_the_largest_inclusive_shares():
+    shares = profile_shares(STACKS, rows=2)
+    assert [name for name, _, _ in shares['functions']] == [
+        'Node.realtime_tick (node.py)', 'f (law.py)']
