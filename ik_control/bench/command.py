@@ -116,6 +116,7 @@ def _bench_jtrrt(args):
         return 0
     results = jtrrt.run(runs=args.runs, threshold=args.threshold, orientation=args.orientation,
                         time_limit=args.time_limit, min_progress=args.min_progress,
+                        escape_steps=args.escape_steps,
                         methods=args.methods.split(',') if args.methods else None,
                         progress=None if args.json else progress)
     suffix = args.tag or ''
@@ -299,6 +300,9 @@ def add_parser(sub):
     jt.add_argument('--min-progress', type=float, default=0.002,
                     help='JT-RRT: end a goal extension whose step gains less [m] '
                          "(the paper's sec. V improvement; default: 0.002; 0 = Fig. 5)")
+    jt.add_argument('--escape-steps', type=int, default=6,
+                    help='JT-RRT: random steps per goal extension after a colliding JT step, '
+                         "not in the paper (default: 6; 0 = the paper's extension)")
     jt.add_argument('--methods', default=None,
                     help='comma-separated subset of jt,bertram,rrt_connect (default: all)')
     jt.add_argument('--scenes-dir', default=None,

@@ -78,14 +78,17 @@ def summarize(records):
 
 
 def run(runs=50, threshold=0.15, orientation=False, time_limit=10.0, max_nodes=100000,
-        min_progress=0.0, methods=None, scenarios=None, progress=None):
+        min_progress=0.0, methods=None, scenarios=None, progress=None,
+        escape_steps=RrtSettings.escape_steps):
     """Run the benchmark; returns a JSON-ready dict (module docstring)."""
     model = robots.robot('wam')
     methods = [m for m, _ in METHODS if methods is None or m in methods]
-    settings = RrtSettings(time_limit=time_limit, max_nodes=max_nodes, min_progress=min_progress)
+    settings = RrtSettings(time_limit=time_limit, max_nodes=max_nodes, min_progress=min_progress,
+                           escape_steps=escape_steps)
     results = {'runs': runs, 'threshold': threshold, 'orientation': orientation,
                'time_limit': time_limit, 'max_nodes': max_nodes, 'min_progress': min_progress,
-               'fine_resolution': FINE_RESOLUTION, 'scenarios': []}
+               'escape_steps': escape_steps, 'fine_resolution': FINE_RESOLUTION,
+               'scenarios': []}
     t0 = time.perf_counter()
     for k, scenario in enumerate(load_scenarios()):
         if scenarios and scenario.name not in scenarios:
@@ -129,7 +132,8 @@ def table(results):
     lines = [f"JT-RRT bench: {results['runs']} runs per planner, goal threshold "
              f"{results['threshold']} m{' + orientation' if results['orientation'] else ''}, "
              f"limits {results['max_nodes']} nodes / {results['time_limit']} s, JT-RRT "
-             f"min_progress {results['min_progress']} m; paper rows (2007, C++) in brackets",
+             f"min_progress {results['min_progress']} m, escape_steps "
+             f"{results.get('escape_steps', 0)}; paper rows (2007, C++) in brackets",
              head, '-' * len(head)]
     names = dict(METHODS)
     for entry in results['scenarios']:

@@ -16,9 +16,25 @@ the baseline):
   Jacobian-transpose steps :func:`jacobian_transpose_step`, the Jacobian re-evaluated
   at every step, each step clamped into the joint limits (sec. IV), one node per step,
   until the goal is reached, a step collides, no joint can move (every joint held at a
-  limit, or ``J^T e = 0``), or ``max_goal_steps``. With ``min_progress`` > 0 [m], the
-  improvement proposed in sec. V: the extension also ends when a step brings the end
-  effector less than ``min_progress`` closer to the goal. Bertram et al. (sec. II): the
+  limit, or ``J^T e = 0``), or ``max_goal_steps``. Every node a JT step is taken from is
+  marked used, not only the first: the Jacobian transpose is deterministic, so a later
+  goal extension from a node inside an earlier extension would only repeat its steps
+  and add duplicate nodes (our reading of sec. IV's rule). With ``min_progress`` > 0
+  [m], the improvement proposed in sec. V: the extension also ends when a step brings
+  the end effector less than ``min_progress`` closer to the goal.
+
+  **Not in the paper** (``escape_steps`` > 0; ``escape_steps = 0`` is the paper's
+  extension): a step of sec. V's outlook, "the Jacobian transpose as a guide for a more
+  informed local search during goal extension". When a JT step collides, the extension
+  does not end at once: from the node it is at, one random step of
+  ``escape_length`` [rad] (2-norm) is taken in a direction drawn uniformly from the
+  half-space that does not oppose ``J^T e`` (``u . J^T e >= 0``), clamped into the joint
+  limits and checked as one segment; if it is free its end becomes a node and the
+  Jacobian-transpose steps resume from there. At most ``escape_steps`` such steps per
+  extension; the extension ends when one collides (or at the other stops above). It is
+  general (no scenario-specific setting) and draws from the same ``rng``.
+
+  Bertram et al. (sec. II): the
   node closest to the goal in the workspace (it may be chosen again) is extended in a
   random direction of configuration space, over ``random_direction_length`` [rad].
 
@@ -94,6 +110,8 @@ class RrtSettings:
     jt_step: float = 0.5                # largest joint change of one JT step [rad]
     max_goal_steps: int = 300           # JT steps per goal extension at most
     min_progress: float = 0.0           # sec. V improvement [m per step]; 0 = Fig. 5
+    escape_steps: int = 6               # not in the paper: random steps per goal extension
+    escape_length: float = 1.0          # length of one of them [rad, 2-norm]
     random_direction_length: float = 0.5  # Bertram: length of a goal extension [rad]
     max_nodes: int = 100000             # tree size limit (Table I footnote 2)
     time_limit: float = 10.0            # planning time limit [s]
@@ -103,7 +121,8 @@ class RrtSettings:
         for name in ('p_goal', 'bertram_p_goal'):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f'{name} must be in [0, 1], got {getattr(self, name)}')
-        for name in ('step_size', 'jt_step', 'random_direction_length', 'time_limit'):
+        for name in ('step_size', 'jt_step', 'random_direction_length', 'escape_length',
+                     'time_limit'):
             value = getattr(self, name)
             if not np.isfinite(value) or value <= 0.0:
                 raise InputError(f'{name} must be a finite number > 0, got {value}')
@@ -111,6 +130,8 @@ class RrtSettings:
             raise InputError(f'min_progress must be >= 0 m, got {self.min_progress}')
         if self.max_nodes < 2 or self.max_goal_steps < 1:
             raise InputError('max_nodes must be >= 2 and max_goal_steps >= 1')
+        if self.escape_steps < 0:
+            raise InputError(f'escape_steps must be >= 0, got {self.escape_steps}')
 
 
 @dataclass
@@ -275,18 +296,25 @@ class _Run:
         return -1
 
     def jt_extension(self, rng):
-        """Extend towards the goal as Fig. 5 lines 11-23, clamped, with the sec. V stop rule."""
+        """
+        Extend towards the goal as Fig. 5 lines 11-23, clamped, with the sec. V stop rule.
+
+        Each node a JT step is taken from is marked used; a colliding step is followed by
+        at most ``escape_steps`` random steps (:meth:`escape`, not in the paper) from
+        which the JT steps resume (module docstring).
+        """
         tree, kin, s, goal = self.tree, self.kin, self.s, self.goal
         i = tree.closest_to_goal(skip_used=True)
         if i < 0:
             return -1
-        tree.used[i] = True
         q = tree.q[i].copy()
         d_old = tree.distance[i]
         m = kin.model
+        escapes = s.escape_steps
         for _ in range(s.max_goal_steps):
             if tree.size >= s.max_nodes:
                 return -1
+            tree.used[i] = True     # its JT step is taken now: never again (sec. IV)
             clamped, moved = jacobian_transpose_step(
                 m.packed_f, m.packed_i, kin.ws.W, q, self.target, goal.position_only,
                 goal.rotation_weight, s.jt_step, self.p.lower, self.p.upper, self.q_new,
@@ -296,7 +324,15 @@ class _Run:
             if moved < 1e-9:
                 return -1           # no joint can move
             if not self.checker.segment_free(q, self.q_new):
-                return -1
+                if escapes <= 0:
+                    return -1
+                escapes -= 1
+                i, done = self.escape(i, kin.dq, rng)
+                if i < 0 or done:
+                    return i
+                q[:] = tree.q[i]
+                d_old = tree.distance[i]
+                continue
             d, dp, theta = kin.distance(self.q_new, self.target, goal)
             if s.min_progress > 0.0 and d > d_old - s.min_progress:
                 return -1           # sec. V: the step no longer brings the effector closer
@@ -306,6 +342,26 @@ class _Run:
             q[:] = self.q_new
             d_old = d
         return -1
+
+    def escape(self, i, g, rng):
+        """
+        Not in the paper: one random step from node ``i`` not opposing ``g`` (``J^T e``).
+
+        The direction is uniform on the half-sphere ``u . g >= 0`` (a normal draw
+        reflected into it), of 2-norm ``escape_length`` [rad], clamped into the joint
+        limits and checked as one segment. Returns ``(node, reached)``: the new node and
+        whether it is within the goal, or ``(-1, False)`` when the step collides.
+        """
+        u = rng.standard_normal(self.tree.nq)
+        ug = float(np.dot(u, g))
+        if ug < 0.0:
+            u -= (2.0 * ug / float(np.dot(g, g))) * g
+        u *= self.s.escape_length / np.linalg.norm(u)
+        q_target = np.clip(self.tree.q[i] + u, self.p.lower, self.p.upper)
+        if not self.checker.segment_free(self.tree.q[i], q_target):
+            return -1, False
+        j, _, done = self.add(q_target, i)
+        return j, done
 
     def random_direction_extension(self, rng):
         """Bertram et al.: the workspace-closest node extended in a random direction."""
