@@ -8,9 +8,10 @@ lives in the keys:
 
 * **pick_and_place** (SIMON's right arm and torso; the left arm rests): home, an
   *anticipation* (torso and arm draw back before the reach), reach and grasp low in front,
-  lift (the torso straightens while the elbow folds), an arc out to the bin on the right
-  with the torso leaning into it, the *follow-through* past the release (the arm overshoots
-  and settles) and the return home. Instants: ``pick`` (grasp), ``place`` (release).
+  one eased move to the bin (the torso straightens while the arm rises, folds and swings
+  out; each joint eases out of the grip and into the release, without reversals), a pause
+  at the release, the *follow-through* (the arm recoils off the bin and settles) and the
+  return home. Instants: ``pick`` (grasp), ``place`` (release).
 * **baseball_swing** (both arms and the torso; a bat held in the right hand, a line along the
   hand frame's x axis from 0.1 to 0.9 m): stance with the hands at the right shoulder, a
   small load (*anticipation*), the swing across the front, contact, and a *follow-through*
@@ -52,45 +53,40 @@ def keyframe_curves(keys, duration, dt=DT, joint_names=SIMON_JOINTS, rest=None):
 
 
 def pick_and_place():
-    """Return the stylized pick-and-place of the right arm and torso (module docstring)."""
-    T = {'home': 0.0, 'anticipate': 0.4, 'pick': 1.5, 'grip': 1.7, 'lift': 2.1, 'place': 3.1,
+    """
+    Return the stylized pick-and-place of the right arm and torso (module docstring).
+
+    From the grasp to the release every joint makes one move: it eases out of the grip and
+    eases into the release pose, with no reversal and no second acceleration between (a
+    slow in and a slow out, the animator's rule for a deliberate move; the earlier keys
+    lifted the box first and then swung it out, and their Shoulder X, Elbow X and Torso Y
+    accelerated two or three times on the way, which eq. 2 then amplified). The release is
+    a pause: the joints arrive at rest. The character is in the anticipation before the
+    reach and in the follow-through after the release, which is the arm's recoil: the hand
+    lifts off the bin a little, settles, and goes home.
+    """
+    T = {'home': 0.0, 'anticipate': 0.4, 'pick': 1.5, 'grip': 1.6, 'place': 3.1,
          'through': 3.4, 'settle': 3.7, 'end': 5.0}
-    keys = {
-        'torso_y': [(0, 0.0), (0.15, 0.0), (T['anticipate'], -0.06), (T['pick'], 0.25),
-                    (T['grip'], 0.26), (T['lift'], 0.16), (T['place'], 0.1),
-                    (T['through'], 0.06), (T['settle'], 0.09), (T['end'] - 0.2, 0.0),
-                    (T['end'], 0.0)],
-        'torso_x': [(0, 0.0), (0.15, 0.0), (T['anticipate'], -0.03), (T['pick'], 0.05),
-                    (T['grip'], 0.05), (T['lift'], 0.02), (T['place'], 0.13),
-                    (T['through'], 0.16), (T['settle'], 0.12), (T['end'] - 0.2, 0.0),
-                    (T['end'], 0.0)],
-        RIGHT['shoulder_x']: [(0, -0.4), (0.15, -0.4), (T['anticipate'], -0.25),
-                              (T['pick'], -0.7), (T['grip'], -0.7), (T['lift'], -0.86),
-                              (T['place'], -0.95), (T['through'], -1.0), (T['settle'], -0.96),
-                              (T['end'] - 0.2, -0.4), (T['end'], -0.4)],
-        RIGHT['shoulder_z']: [(0, 0.15), (0.15, 0.15), (T['anticipate'], 0.08),
-                              (T['pick'], 0.1), (T['grip'], 0.1), (T['lift'], 0.22),
-                              (T['place'], 0.6), (T['through'], 0.7), (T['settle'], 0.62),
-                              (T['end'] - 0.2, 0.15), (T['end'], 0.15)],
-        RIGHT['shoulder_y']: [(0, -0.3), (0.15, -0.3), (T['anticipate'], -0.35),
-                              (T['pick'], -0.2), (T['grip'], -0.2), (T['lift'], -0.05),
-                              (T['place'], 0.3), (T['through'], 0.38), (T['settle'], 0.32),
-                              (T['end'] - 0.2, -0.3), (T['end'], -0.3)],
-        RIGHT['elbow_x']: [(0, 1.4), (0.15, 1.4), (T['anticipate'], 1.6), (T['pick'], 0.9),
-                           (T['grip'], 0.92), (T['lift'], 1.1), (T['place'], 0.8),
-                           (T['through'], 0.7), (T['settle'], 0.76), (T['end'] - 0.2, 1.4),
-                           (T['end'], 1.4)],
-        RIGHT['wrist_y']: [(0, 0.0), (0.15, 0.0), (T['pick'], 0.1), (T['place'], -0.2),
-                           (T['end'] - 0.2, 0.0), (T['end'], 0.0)],
-        RIGHT['wrist_x']: [(0, 0.0), (0.15, 0.0), (T['anticipate'], -0.05), (T['pick'], 0.1),
-                           (T['grip'], 0.1), (T['lift'], 0.05), (T['place'], -0.15),
-                           (T['through'], -0.2), (T['settle'], -0.15), (T['end'] - 0.2, 0.0),
-                           (T['end'], 0.0)],
-        RIGHT['wrist_z']: [(0, 0.0), (0.15, 0.0), (T['anticipate'], -0.1), (T['pick'], 0.3),
-                           (T['grip'], 0.32), (T['lift'], 0.15), (T['place'], -0.2),
-                           (T['through'], -0.3), (T['settle'], -0.22), (T['end'] - 0.2, 0.0),
-                           (T['end'], 0.0)],
+    # joint: (home, anticipation, pick, place) [rad]
+    poses = {
+        'torso_y': (0.0, -0.06, 0.25, 0.05),
+        'torso_x': (0.0, -0.03, 0.05, 0.0),
+        RIGHT['shoulder_x']: (-0.4, -0.25, -0.7, -0.8),
+        RIGHT['shoulder_z']: (0.15, 0.08, 0.1, 0.35),
+        RIGHT['shoulder_y']: (-0.3, -0.35, -0.2, -0.3),
+        RIGHT['elbow_x']: (1.4, 1.6, 0.9, 1.2),
+        RIGHT['wrist_x']: (0.0, -0.05, 0.1, -0.15),
+        RIGHT['wrist_z']: (0.0, -0.1, 0.3, -0.2),
     }
+    keys = {}
+    for name, (home, anticipation, pick, place) in poses.items():
+        keys[name] = [(0, home), (0.15, home), (T['anticipate'], anticipation),
+                      (T['pick'], pick), (T['grip'], pick), (T['place'], place),
+                      (T['through'], place + 0.15 * (pick - place)),     # recoil
+                      (T['settle'], place + 0.05 * (pick - place)),
+                      (T['end'] - 0.2, home), (T['end'], home)]
+    keys[RIGHT['wrist_y']] = [(0, 0.0), (0.15, 0.0), (T['pick'], 0.1), (T['grip'], 0.1),
+                              (T['place'], -0.2), (T['end'] - 0.2, 0.0), (T['end'], 0.0)]
     rest = {LEFT[j]: v for j, v in REST.items()}
     torso_arm = ('torso_y', 'torso_x') + tuple(RIGHT[j] for j in
                                                ('shoulder_x', 'shoulder_z', 'shoulder_y',
@@ -102,8 +98,8 @@ def pick_and_place():
         search_joints=torso_arm,
         modulated_joints=torso_arm + (RIGHT['wrist_x'], RIGHT['wrist_z']),
         description='Stylized pick-and-place, right arm and torso: anticipation before the '
-                    'reach, an arc to the bin, follow-through past the release '
-                    '(ik_control.style.authoring).')
+                    'reach, one eased move from the grasp to the release, a recoil after it '
+                    '(follow-through) (ik_control.style.authoring).')
 
 
 def baseball_swing():
