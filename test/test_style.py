@@ -6,8 +6,8 @@ from hypothesis import given, settings, strategies as st
 from ik_control import robots
 from ik_control.style.adapter import ball_crossing, plan_swing, StyleAdapter
 from ik_control.style.exemplar import load_motion
-from ik_control.style.modulation import (modulate, modulation_scalar, scale_velocities,
-                                         time_scale)
+from ik_control.style.modulation import (modulate, modulation_scalar, scalar_deviation,
+                                         scale_velocities, time_scale)
 from ik_control.style.smoothness import smoothness
 from ik_control.style.tsfks import eq1_samples, Tsfks
 from ik_control.validation import InputError
@@ -82,8 +82,9 @@ def test_grid_search_is_exhaustive_and_its_chain_fk_matches_the_model():
             q[k] = combo
             best = min(best, np.linalg.norm(SIMON.frame_placements(q)[0, :3, 3] - target))
         values = np.array(grids)
-        got, dist, evals = search._grid(lo, hi, 0.34 * (hi - lo), search._q_fixed(search.q_rest),
-                                        target, np.zeros(len(k)))
+        got, dist, evals, _ = search._grid(lo, hi, 0.34 * (hi - lo),
+                                           search._q_fixed(search.q_rest), target,
+                                           np.zeros(len(k)))
         assert evals == values.shape[1] ** len(k)
         assert dist == pytest.approx(best, abs=1e-12)
 
@@ -205,6 +206,38 @@ def test_posture_weight_picks_the_solution_nearer_the_preferred_pose():
     assert nearer >= 8
 
 
+def test_ties_go_to_the_answer_that_needs_the_least_modulation():
+    """
+    With ``tie_fraction`` the adapter's answers need less modulation and move less per cm.
+
+    Sixteen bins in front of SIMON, each also 1 cm further right: every answer stays within
+    the fine grid's resolution; the eq. 2 scalars' summed squared deviation from 1 falls to
+    a fifth (median; a search that ignored the tie-break would keep the plain figure), and
+    the searched joints move less when the bin moves by 1 cm (the answer no longer jumps
+    between near-equal grid points as often).
+    """
+    rng = np.random.default_rng(5)
+    points = rng.uniform([0.3, -0.45, 0.9], [0.55, -0.05, 1.25], size=(16, 3))
+    plain = StyleAdapter('pick_and_place', tie_fraction=0.0)
+    tied = StyleAdapter('pick_and_place')
+    assert tied.search.tie_fraction > 0.0
+    names, q0 = plain.exemplar.joint_names, plain.pose_at('pick')
+    figures = []
+    for adapter in (plain, tied):
+        deviation, jump = [], []
+        for p in points:
+            m = adapter.adapt(p, names, q0, start='pick', instant='place')
+            moved = adapter.adapt(p + [0.0, 0.01, 0.0], names, q0, start='pick',
+                                  instant='place')
+            assert m.search_error <= m.resolution and moved.search_error <= moved.resolution
+            deviation.append(np.sum((m.scalars - 1.0) ** 2))
+            jump.append(np.max(np.abs(m.target - moved.target)))
+        figures.append((np.median(deviation), np.median(jump)))
+    (dev_plain, jump_plain), (dev_tied, jump_tied) = figures
+    assert dev_tied < 0.4 * dev_plain
+    assert jump_tied < 0.5 * jump_plain
+
+
 def test_tsfks_segment_constraint_puts_the_line_through_the_point():
     rng = np.random.default_rng(5)
     seg = (np.array([0.0, 0.05, 0.0]), np.array([0.0, 0.85, 0.0]))
@@ -280,6 +313,29 @@ def test_modulation_of_a_cyclic_profile_uses_split_scaling_with_bounded_scalars(
     # velocities: rising parts scaled by a, falling by b
     v = np.gradient(theta[:, 0])
     np.testing.assert_allclose(scale_velocities(v, a[0], b[0]), np.where(v > 0, 1.1, 0.9) * v)
+
+
+def test_scalar_deviation_is_how_far_the_scalars_of_modulate_are_from_one():
+    """The search's tie-break cost is (a - 1)^2 + (b - 1)^2 of the scalars modulate uses."""
+    rng = np.random.default_rng(4)
+    t = np.linspace(0.0, 1.0, 301)[:, None]
+    theta = np.hstack([np.sin(3 * t), t ** 2, 0.5 * np.sin(2 * np.pi * t), 0 * t + 0.2,
+                       np.cos(5 * t)])
+    modulated = [True, True, True, True, False]
+    i_pc = 300
+    methods = set()
+    for _ in range(50):
+        psi0 = rng.normal(0.0, 0.3, 5)
+        change = rng.normal(0.0, 1.0, 5)
+        change[3] = 0.0                                    # the still joint need not move
+        _, a, b, method = modulate(theta, i_pc, psi0, psi0 + change, modulated)
+        methods.update(method)
+        np.testing.assert_allclose(scalar_deviation(theta, i_pc, change, modulated),
+                                   (a - 1.0) ** 2 + (b - 1.0) ** 2, atol=1e-12)
+    assert methods == {'eq2', 'split', 'still', 'unscaled'}
+    # one row per candidate; a still joint that must move is never the answer
+    rows = scalar_deviation(theta, i_pc, np.array([[0.0, 0.0, 0.0, 0.1, 0.0]] * 2))
+    assert rows.shape == (2, 5) and np.all(np.isinf(rows[:, 3]))
 
 
 def test_modulation_of_a_joint_that_does_not_move():

@@ -5,12 +5,14 @@ Style-preserving adaptation of one exemplar to a point constraint (Gielniak et a
 current joint state in; times, joint names, positions and velocities out.
 
 1. **Kinematic search** (:class:`~ik_control.style.tsfks.Tsfks`): the exemplar's
-   ``search_joints`` are searched; every other joint is held at the value it will have at the
-   constraint instant: the middle of its range for a modulated joint (the paper), the
-   exemplar's unscaled motion from the actual state for the others (they are not modulated,
-   so that value is known in advance). A ``follower`` (the left hand on the bat) is searched
-   next, with the first search's result fixed: its point is the ``attach`` point of the
-   first end effector's frame, a constant offset as in sec. V-D.
+   ``search_joints`` are searched (among near-equal grid points, the one whose eq. 2
+   scalars are nearest 1: ``tie_fraction``, not in the paper); every other joint is held at
+   the value it will have at the constraint instant: the middle of its range for a
+   modulated joint (the paper), the exemplar's unscaled motion from the actual state for
+   the others (they are not modulated, so that value is known in advance). A ``follower``
+   (the left hand on the bat) is searched next, with the first search's result fixed: its
+   point is the ``attach`` point of the first end effector's frame, a constant offset as
+   in sec. V-D.
 2. **Velocity modulation** (:func:`~ik_control.style.modulation.modulate`, eq. 2) of the
    exemplar from ``start`` to its end, resampled at ``dt``, from the actual joint values.
 
@@ -24,7 +26,7 @@ import time
 
 from ik_control import robots
 from ik_control.style.exemplar import Exemplar, load_motion
-from ik_control.style.modulation import modulate, scale_velocities
+from ik_control.style.modulation import modulate, scalar_deviation, scale_velocities
 from ik_control.style.tsfks import Tsfks
 from ik_control.validation import finite_vector, InputError
 import numpy as np
@@ -58,12 +60,15 @@ class StyleAdapter:
     cyclic and gets the split scaling (:mod:`ik_control.style.modulation`);
     ``posture_weight`` [m]: the search's pull toward the exemplar's pose at the constraint
     instant (0: the paper's pure distance), ``refine_iterations``: damped least-squares
-    steps after the fine step (0: the paper's two steps); see :class:`Tsfks`.
+    steps after the fine step (0: the paper's two steps); ``tie_fraction``: grid points
+    within this fraction of the grid's resolution of the nearest are ties, and the one
+    that needs the least modulation (eq. 2 scalars nearest 1) wins (not in the paper; 0:
+    its pure minimum); see :class:`Tsfks`.
     """
 
     def __init__(self, motion, model=None, dt=1e-3, coarse_fraction=0.2, fine_fraction=0.03,
                  buffer=0.125, min_net_fraction=0.25, posture_weight=0.0,
-                 refine_iterations=0):
+                 refine_iterations=0, tie_fraction=0.1):
         self.exemplar = motion if isinstance(motion, Exemplar) else load_motion(motion)
         ex = self.exemplar
         self.model = model or robots.robot(ex.robot)
@@ -85,7 +90,8 @@ class StyleAdapter:
                   'buffer': buffer}
         self.search = Tsfks(self.model, ex.end_effector, ex.search_joints, segment=ex.segment,
                             box=box, posture_weight=posture_weight,
-                            refine_iterations=refine_iterations, **kwargs)
+                            refine_iterations=refine_iterations, tie_fraction=tie_fraction,
+                            **kwargs)
         follower = ex.extra.get('follower')
         self.follower = None
         if follower is not None:
@@ -139,7 +145,8 @@ class StyleAdapter:
         searched = time.perf_counter()
         preferred = self.model.center.copy()
         preferred[self._cols] = self.theta[i_pc]
-        result = self.search.search(constraint, fixed=fixed, preferred=preferred)
+        result = self.search.search(constraint, fixed=fixed, preferred=preferred,
+                                    deviation=self._deviation(theta, i_pc - i0, psi0))
         q_pc = result.q
         if self.follower is not None:
             T = self._frame(q_pc, self.search.frame)
@@ -155,6 +162,24 @@ class StyleAdapter:
                              self.times[i_pc] - self.times[i0], psi_pc, result.error,
                              result.resolution, np.stack([a, b], axis=1), methods,
                              time.perf_counter() - began, search_seconds)
+
+    def _deviation(self, theta, i_pc, psi0):
+        """
+        Return the search's tie-break: ``values`` (searched joints, m) [rad] -> deviations.
+
+        How far from 1 the eq. 2 scalars of each searched joint would be if the search
+        answered that value (:func:`~ik_control.style.modulation.scalar_deviation`).
+        """
+        cols = np.array([list(self.exemplar.joint_names).index(self.model.joint_names[k])
+                         for k in self.search.search_index])
+        theta = theta[:i_pc + 1]
+
+        def deviation(values):
+            change = np.zeros((values.shape[1], theta.shape[1]))
+            change[:, cols] = values.T - psi0[cols]
+            return scalar_deviation(theta, i_pc, change, self.modulated,
+                                    self.min_net_fraction)[:, cols].T
+        return deviation
 
     def _span(self, start, instant):
         """Sample indices of ``start`` and of the constraint instant (see :meth:`adapt`)."""

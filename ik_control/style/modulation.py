@@ -74,6 +74,43 @@ def split_scalars(increase, decrease, change):
     return a, b
 
 
+def scalar_deviation(theta, i_pc, change, modulated=None, min_net_fraction=0.25):
+    """
+    How far from 1 the scalars :func:`modulate` would use are: ``(a - 1)^2 + (b - 1)^2``.
+
+    Not in the paper: the cost by which the kinematic search breaks ties between near-equal
+    answers (:class:`~ik_control.style.tsfks.Tsfks`, ``tie_fraction``), so that the answer
+    needs the least modulation and the exemplar's motion is kept as it is. ``theta`` (N, n)
+    [rad] the exemplar from the start, ``i_pc`` the constraint sample, ``change`` (m, n) or
+    (n,) the net changes [rad] to rate (the searched value less the actual start value).
+    Eq. 2 joints give ``2 (s - 1)^2``, split (cyclic) joints the pair of
+    :func:`split_scalars`, unmodulated joints 0, and a joint that does not move in the
+    exemplar 0 if it need not move, else infinity (:func:`modulate` would refuse it).
+    """
+    theta = np.asarray(theta, dtype=float)
+    n = theta.shape[1]
+    change = np.asarray(change, dtype=float)
+    modulated = np.ones(n, dtype=bool) if modulated is None else np.asarray(modulated, bool)
+    step = np.diff(theta[:int(i_pc) + 1], axis=0)
+    P = np.clip(step, 0.0, None).sum(axis=0)
+    N = np.clip(-step, 0.0, None).sum(axis=0)
+    net = theta[int(i_pc)] - theta[0]
+    still = P + N <= STILL
+    eq2 = ~still & (np.abs(net) >= min_net_fraction * (P + N))
+    s = change / np.where(eq2, net, 1.0)
+    cost_eq2 = 2.0 * (s - 1.0) ** 2
+    # split_scalars, vectorized: the pair nearest (1, 1), a negative scalar set to 0
+    PP, NN = np.where(still, 1.0, P), np.where(still, 1.0, N)
+    lam = (change - (PP - NN)) / (PP * PP + NN * NN)
+    a, b = 1.0 + lam * PP, 1.0 - lam * NN
+    a, b = (np.where(b < 0.0, change / np.where(PP > 0.0, PP, 1.0), np.where(a < 0.0, 0.0, a)),
+            np.where(b < 0.0, 0.0, np.where(a < 0.0, -change / np.where(NN > 0.0, NN, 1.0), b)))
+    cost_split = (a - 1.0) ** 2 + (b - 1.0) ** 2
+    cost_still = np.where(np.abs(change) > STILL, np.inf, 0.0)
+    cost = np.where(eq2, cost_eq2, np.where(still, cost_still, cost_split))
+    return np.where(modulated, cost, 0.0)
+
+
 def modulate(theta, i_pc, psi_t0, psi_tpc, modulated=None, min_net_fraction=0.25,
              joint_names=None):
     """

@@ -19,6 +19,18 @@ effector (or a line segment attached to it, the baseball bat of sec. V-D) onto `
 3. **Fine search.** The same, with ``[lo, hi] = S -+ coarse increment / 2`` (clipped to the
    box) sampled by the fine increment. The fine increment sets the final error.
 
+4. **Ties** (not in the paper; ``tie_fraction`` > 0 and a ``deviation`` given to
+   :meth:`Tsfks.search`). The six-joint arm is redundant: many grid points are about as
+   near the constraint as the nearest one, and the plain minimum jumps between them as the
+   constraint moves. In each step, the grid points within ``tie_fraction`` of the grid's
+   resolution (``0.5 sum_j |dp/dq_j| increment_j`` at the nearest point) of the nearest
+   distance are ties, and the tie with the least ``deviation`` wins: for the style adapter,
+   the one whose eq. 2 scalars are nearest 1 (the least modulation of the exemplar,
+   :func:`~ik_control.style.modulation.scalar_deviation`). A tie's own distance must stay
+   within its grid's resolution; and if the fine answer in a tie-broken coarse cell is
+   farther than ``TIE_ACCEPT`` of the fine resolution, the fine step searches the nearest
+   coarse cell instead, as in the paper (at most a third grid: 4 096 + 2 x 46 656 FK).
+
 The search is exhaustive over the grid (``prod_j (i_max_j - 1)`` FK evaluations per step),
 so it is written as one compiled loop: an odometer over the grid whose fastest digit is the
 most distal searched joint, and forward kinematics along the end effector's chain only,
@@ -117,7 +129,7 @@ def _segment_distance(T, A, B, target):
 
 @njit(cache=True, nogil=True)
 def grid_search(base_inv, placement, axis, kind, slot, multiplier, q_fixed, frame_placement,
-                seg_a, seg_b, target, values, counts, keep, preferred, weight):
+                seg_a, seg_b, target, values, counts, keep, preferred, weight, every):
     """
     Exhaustive search of the grid ``values[s, :counts[s]]`` (one row per searched joint ``s``).
 
@@ -131,6 +143,8 @@ def grid_search(base_inv, placement, axis, kind, slot, multiplier, q_fixed, fram
     ``sum_s weight[s] * (value_s - preferred[s])^2`` [m] (zero weights: distance alone).
     Returns the ``keep`` best grid points, best first: (grid indices (keep, ns), their
     distances [m] (keep,), inf where the grid has fewer points), and the evaluations made.
+    ``every``: empty, or (prod(counts),) to receive every grid point's distance [m] in the
+    odometer's order (C order of the grid indices: the last joint fastest).
     """
     nc = placement.shape[0]
     ns = counts.shape[0]
@@ -177,6 +191,8 @@ def grid_search(base_inv, placement, axis, kind, slot, multiplier, q_fixed, fram
             q = q_fixed[c] if s < 0 else multiplier[c] * values[s, idx[s]] + q_fixed[c]
             _place_joint(prefix[c], placement[c], axis[c], kind[c], q, tmp, prefix[c + 1])
         d = _segment_distance(prefix[last + 1], A2, B2, target)
+        if every.shape[0] > 0:
+            every[evaluations] = d
         cost = d
         for s in range(ns):
             dv = values[s, idx[s]] - preferred[s]
@@ -255,12 +271,20 @@ class Tsfks:
     refine_iterations:
         Not in the paper (0 keeps its two steps): damped least-squares steps after the fine
         step (:meth:`refine`), which take the grid's answer onto the constraint.
+    tie_fraction:
+        Not in the paper (0 keeps its pure minimum): the tolerance, as a fraction of each
+        step's grid resolution, within which grid points are ties broken by the
+        ``deviation`` given to :meth:`search` (module docstring, 4.).
 
     """
 
+    #: A tie-broken coarse cell is kept if the fine answer in it is within this fraction of
+    #: the fine resolution; otherwise the fine step searches the nearest coarse cell.
+    TIE_ACCEPT = 0.5
+
     def __init__(self, model, end_effector, search_joints, coarse_fraction=0.2,
                  fine_fraction=0.025, buffer=0.125, fixed=None, segment=None, box=None,
-                 posture_weight=0.0, refine_iterations=0):
+                 posture_weight=0.0, refine_iterations=0, tie_fraction=0.0):
         self.model = model
         self.frame = model.end_effector_index(end_effector)
         if not 0.0 <= buffer < 0.5:
@@ -302,6 +326,9 @@ class Tsfks:
             raise InputError(f'posture_weight must be >= 0 [m], got {posture_weight}')
         span_s = (model.upper - model.lower)[self.search_index]
         self._posture_weight = float(posture_weight) / span_s ** 2
+        self.tie_fraction = float(tie_fraction)
+        if not (np.isfinite(self.tie_fraction) and self.tie_fraction >= 0.0):
+            raise InputError(f'tie_fraction must be >= 0, got {tie_fraction}')
         self.refine_iterations = int(refine_iterations)
         if self.refine_iterations < 0:
             raise InputError(f'refine_iterations must be >= 0, got {refine_iterations}')
@@ -365,29 +392,59 @@ class Tsfks:
         q_tree[searched] = m.offset[self._chain][searched]
         return np.ascontiguousarray(q_tree)
 
-    def _grid(self, lows, highs, increments, q_fixed, target, preferred):
-        """Best grid point (values, distance [m]) of eq. 1 grids, and the evaluations made."""
+    def _grid(self, lows, highs, increments, q_fixed, target, preferred, q_rest=None,
+              deviation=None):
+        """
+        Best grid point (values, distance [m]) of eq. 1 grids, and the evaluations made.
+
+        With ``deviation`` (and ``tie_fraction`` > 0) the grid points within
+        ``tie_fraction`` of the grid's resolution of the nearest one are ties, and the tie
+        whose ``deviation`` (summed over the searched joints) is least wins (class
+        docstring); ``q_rest`` places the resolution's Jacobian.
+        """
         rows = [eq1_samples(lo, hi, inc) for lo, hi, inc in zip(lows, highs, increments)]
         counts = np.array([len(r) for r in rows], dtype=np.int64)
         values = np.zeros((len(rows), counts.max()))
         for s, r in enumerate(rows):
             values[s, :len(r)] = r
+        ties = deviation is not None and self.tie_fraction > 0.0
+        every = np.empty(int(np.prod(counts)) if ties else 0)
         best, dist, evals = grid_search(
             self._base_inv, self._placement, self._axis, self._kind, self._slot,
             self._multiplier, q_fixed, self._frame_placement, self.seg_a, self.seg_b, target,
-            values, counts, 1, preferred, self._posture_weight)
-        return values[np.arange(len(rows)), best[0]], float(dist[0]), int(evals)
+            values, counts, 1, preferred, self._posture_weight, every)
+        chosen = values[np.arange(len(rows)), best[0]]
+        if not ties:
+            return chosen, float(dist[0]), int(evals), chosen
+        q = q_rest.copy()
+        q[self.search_index] = chosen
+        lever = self._lever(q, target)
+        tolerance = self.tie_fraction * 0.5 * float(np.sum(lever * increments))
+        near = np.flatnonzero(every <= dist[0] + tolerance)
+        index = np.unravel_index(near, tuple(counts))
+        cost = np.asarray(deviation(values), dtype=float)
+        total = np.zeros(len(near))
+        for s in range(len(rows)):
+            total += cost[s, index[s]]
+        pick = np.lexsort((every[near], total))[0]
+        tie = values[np.arange(len(rows)), [i[pick] for i in index]]
+        q[self.search_index] = tie
+        if every[near[pick]] > 0.5 * float(np.sum(self._lever(q, target) * increments)):
+            return chosen, float(dist[0]), int(evals), chosen   # beyond its own resolution
+        return tie, float(every[near[pick]]), int(evals), chosen
 
-    def search(self, target, fixed=None, preferred=None):
+    def search(self, target, fixed=None, preferred=None, deviation=None):
         """
         Run both steps for the constraint ``target`` [m] (base frame); return a TsfksResult.
 
         ``fixed`` overrides values of non-searched joints for this call; ``preferred``
         (all controlled joints [rad]) is the posture the ``posture_weight`` term pulls
-        toward (default: mid-range). ``resolution`` is
-        ``0.5 * sum_j |dp/dq_j| * fine_increment_j`` at the result: to first order, the
-        largest error of the nearest fine-grid point to an exact solution inside the fine
-        window.
+        toward (default: mid-range); ``deviation``: a function from candidate values of the
+        searched joints, (searched joints, m) [rad] in chain order, to their costs of the
+        same shape, summed over the joints to break ties (``tie_fraction``; None: none).
+        ``resolution`` is ``0.5 * sum_j |dp/dq_j| * fine_increment_j`` at the result: to
+        first order, the largest error of the nearest fine-grid point to an exact solution
+        inside the fine window.
         """
         start = time.perf_counter()
         target = finite_vector(target, 3, 'constraint point')
@@ -402,11 +459,20 @@ class Tsfks:
         pref = np.ascontiguousarray(pref[self.search_index])
         lo = self.box_lower[self.search_index]
         hi = self.box_upper[self.search_index]
-        coarse, coarse_err, n1 = self._grid(lo, hi, self.coarse_increment, q_fixed, target,
-                                            pref)
+        coarse, coarse_err, n1, nearest = self._grid(lo, hi, self.coarse_increment, q_fixed,
+                                                     target, pref, q_rest, deviation)
         half = 0.5 * self.coarse_increment
-        fine, err, n2 = self._grid(np.maximum(coarse - half, lo), np.minimum(coarse + half, hi),
-                                   self.fine_increment, q_fixed, target, pref)
+
+        def fine_step(cell):
+            return self._grid(np.maximum(cell - half, lo), np.minimum(cell + half, hi),
+                              self.fine_increment, q_fixed, target, pref, q_rest, deviation)
+        fine, err, n2, _ = fine_step(coarse)
+        if not np.array_equal(coarse, nearest):
+            q = q_rest.copy()
+            q[self.search_index] = fine
+            if err > self.TIE_ACCEPT * self.resolution(q, target):
+                fine, err, n3, _ = fine_step(nearest)      # the paper's coarse cell
+                n2 += n3
         q = q_rest
         q[self.search_index] = fine
         resolution = self.resolution(q, target)
@@ -454,11 +520,14 @@ class Tsfks:
         u = 0.0 if d @ d == 0.0 else float(np.clip((target - A) @ d / (d @ d), 0.0, 1.0))
         return A + u * d
 
-    def resolution(self, q, target):
-        """First-order error bound [m] of the fine grid at ``q`` (see :meth:`search`)."""
+    def _lever(self, q, target):
+        """``|dp/dq_j|`` [m/rad] of the constrained point for each searched joint at ``q``."""
         points = np.zeros((len(self.model.end_effectors), 3))
         points[self.frame] = self.constrained_point(q, target)
         J = self.model.jacobian(q, points=points)
         rows = self.model.task_offsets[self.frame] + np.arange(3)
-        lever = np.linalg.norm(J[np.ix_(rows, self.search_index)], axis=0)
-        return float(0.5 * np.sum(lever * self.fine_increment))
+        return np.linalg.norm(J[np.ix_(rows, self.search_index)], axis=0)
+
+    def resolution(self, q, target):
+        """First-order error bound [m] of the fine grid at ``q`` (see :meth:`search`)."""
+        return float(0.5 * np.sum(self._lever(q, target) * self.fine_increment))
