@@ -114,7 +114,8 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     print(f"adapted in {_value(status, 'adaptation_ms')} ms")
     # the pick-and-place asks up to 15 rad/s^2: slowed down to max_acceleration (5 rad/s^2)
     scale = float(_value(status, 'time_scale'))
-    assert 1.5 < scale < 2.0 and t_pc == pytest.approx(1.5 * scale, abs=1e-3)
+    # (both figures are rounded to 1e-3 in the status: 1.5 x the rounding of scale, plus t_pc's)
+    assert 1.5 < scale < 2.0 and t_pc == pytest.approx(1.5 * scale, abs=1.3e-3)
     # the whole plan, and every message of it this process has yet to take in (it runs
     # late on a loaded machine, and so may this process's 2 kHz of subscriptions)
     # (a starved loop makes the plan wait for the command: it may end late)
