@@ -23,9 +23,9 @@ The experiment of sec. V-C on the simulated SIMON:
   1 ms tick (each joint at most ``ccd_speed`` of its velocity limit), position goal,
   until the hand is within ``ccd_tolerance``; the segment is start to arrival. sn grows
   with speed (it is the mean absolute second difference per ``dt``, about the square of
-  the speed for the same path): with the default 0.15 CCD's median segment is 1.03 s
-  against the stylized 1.60 s, so CCD moves faster; at 0.10 (2.98 s against 3.27 s as
-  executed) CCD's sn is below the stylized one on Shoulder X and Elbow X.
+  the speed for the same path): with the default 0.15 CCD's median executed segment is
+  1.77 s against the stylized 2.30 s, so CCD moves faster; ``ccd_speed`` 0.105 makes the
+  two equally long (2.31 s against 2.30 s), the fair comparison (docs/style.md).
 * **Execution, within SIMON's limits.** Both segments are run as a user runs a joint
   trajectory on this robot, with the same time scaling for both
   (:func:`~.style_execution.execute_plan`):
@@ -33,7 +33,7 @@ The experiment of sec. V-C on the simulated SIMON:
   1. played ``s`` times slower, ``s`` the ``style_adapter`` node's uniform slow-down of
      the stylized motion to the joints' velocity limits and ``max_acceleration``
      (:func:`~ik_control.style.modulation.time_scale`, on the whole adapted motion; 1.0 to
-     2.6 over the 83); CCD's segment by the same ``s``, so the two keep the ratio of
+     2.7 over the 83); CCD's segment by the same ``s``, so the two keep the ratio of
      durations that ``ccd_speed`` set (a slow-down to its own limits would make CCD 6 to
      9.5 times slower: a step to 0.15 of the velocity limit in one tick asks 450 rad/s^2);
   2. followed by ``ik_controller``'s joint-trajectory law with SIMON's shipped limits
@@ -51,8 +51,9 @@ The experiment of sec. V-C on the simulated SIMON:
   :func:`~.style_execution.follow`), give sn (eq. 3) per joint.
   ``limits=False`` (``--no-limits``) is the earlier measurement: each segment at its own
   speed (the exemplar's, CCD's per-tick steps) sent straight to the simulator with the
-  saturation off; it asks up to 33 rad/s^2 (stylized) and 450 rad/s^2 (CCD), which the
-  robot clamps (on 91 % and 99.9 % of the ticks, where sn grows up to 2.2 and 3.7 times).
+  saturation off; with the earlier exemplar it asked up to 33 rad/s^2 (stylized) and
+  450 rad/s^2 (CCD), which the robot clamps (on 91 % and 99.9 % of the ticks, where sn
+  grew up to 2.2 and 3.7 times).
 
 Joint names: the paper's DOF labels are SIMON's URDF joint names (the URDF was written
 after them): Torso Y = ``torso_y`` (fore/aft), Torso X = ``torso_x`` (side), Shoulder X/Z/Y
@@ -430,7 +431,7 @@ def table(results):
         f"constraint error [mm], CCD (tolerance {r['ccd_tolerance_m'] * 1e3:.1f}): median "
         f"{r['ccd_error_mm']['median']:.2f}, max {r['ccd_error_mm']['max']:.2f}; converged "
         f"{r['ccd_converged']}/{r['constraints']} (joint speed <= "
-        f"{r['ccd_speed_fraction']:.2f} x velocity limit); as executed, at the end: median "
+        f"{r['ccd_speed_fraction']:.3g} x velocity limit); as executed, at the end: median "
         f"{r['ccd_executed_error_mm']['median']:.2f}, max "
         f"{r['ccd_executed_error_mm']['max']:.2f}",
         'time per adaptation [ms] (search + modulation, CPU): median '
