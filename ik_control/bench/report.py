@@ -218,7 +218,9 @@ def loop_section(data):
         text = bench_loop.table(data)
     except Exception:  # noqa: B902 - no such module or another layout: show the JSON
         return generic_section(data)
-    return ['```', text, '```']
+    return ['```', text, '```', '',
+            'What holds the tick back, the floor of rclpy on this machine and what a spare '
+            'core or a real-time kernel would change: [control_loop.md](control_loop.md).']
 
 
 RENDERERS = {'ik': ik_section, 'step': step_section, 'loop': loop_section,
