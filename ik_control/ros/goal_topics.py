@@ -186,7 +186,7 @@ class GoalTopics:
     def _on_hold(self, request, response):
         with self.lock:
             self.controller.hold()
-            self._log_events()
+        self._log_events()
         response.success = True
         response.message = 'holding the current pose; goals paused until ~/resume'
         return response
@@ -194,7 +194,7 @@ class GoalTopics:
     def _on_resume(self, request, response):
         with self.lock:
             self.controller.resume()
-            self._log_events()
+        self._log_events()
         response.success = True
         response.message = 'following the paused goals again'
         return response

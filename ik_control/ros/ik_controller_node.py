@@ -47,7 +47,8 @@ Refused messages never change the command; the reason is logged (throttled) and
 reported in the diagnostics. So is every transition of the controller (joint_states lost
 and regained, re-seeds, goals accepted, reached, unreachable or replaced, hold and
 resume, position limits engaged): once each, at most once per ``EVENT_LOG_PERIOD`` per
-kind, never per tick.
+kind, never per tick, and by the executor thread within ``EVENT_DRAIN_PERIOD``, never on
+the control tick.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -96,6 +97,9 @@ VELOCITY_FEEDBACK_GAIN = 10.0
 #: a kind of controller event is logged at most once per this period; the ones left out
 #: are counted in the next message [s]
 EVENT_LOG_PERIOD = 1.0
+#: the executor thread takes the controller's events and logs them this often, off the
+#: control tick (a log call costs the tick tens to hundreds of microseconds) [s]
+EVENT_DRAIN_PERIOD = 0.05
 #: joint_states older than this when the command goes out (or stamped in the future) do
 #: not count in the latency statistics: a wrong or zero stamp, not a latency [s]
 MAX_LATENCY = 1.0
@@ -233,6 +237,7 @@ class IkControllerNode(GoalTopics, Node):
         if polled is None:
             self.create_timer(self.period, self._tick)
         self.create_timer(1.0 / values['diagnostics_rate'], self._publish_diagnostics)
+        self.create_timer(EVENT_DRAIN_PERIOD, self._log_events)
         # tick statistics over the ticks since the last diagnostics (the whole 64k buffer
         # took 22 ms, a stall of the loop, twice a second)
         self._ticks_per_diagnostics = max(10, int(values['rate_hz'] / values['diagnostics_rate']))
@@ -348,15 +353,21 @@ class IkControllerNode(GoalTopics, Node):
             phase[PUBLISH_PHASE] = time.perf_counter() - t1
         if np.any(self.controller.goal_reached != self._last_goal):
             self._publish_goal()
-        if self.controller.events:
-            self._log_events()
         return command
 
     def _log_events(self):
-        """Log the controller's transitions, each kind at most once per EVENT_LOG_PERIOD."""
+        """
+        Log the controller's transitions, each kind at most once per EVENT_LOG_PERIOD.
+
+        Run by the executor (every ``EVENT_DRAIN_PERIOD``, and after hold and resume), never
+        by the tick: the queue is taken under the lock, the logging done after it. Call
+        without the lock held.
+        """
+        with self.lock:
+            events = self.controller.drain_events()
         now = time.monotonic()
         logger = self.get_logger()
-        for event in self.controller.drain_events():
+        for event in events:
             last, left_out = self._event_logged.get(event.kind, (-math.inf, 0))
             if now - last < EVENT_LOG_PERIOD:
                 self._event_logged[event.kind] = (last, left_out + 1)
