@@ -109,8 +109,8 @@ def rotation_matrix(R, what):
     """
     Return ``R`` as a float 3x3 rotation matrix, or raise :class:`InputError` naming ``what``.
 
-    A rotation: finite, orthonormal (``|R^T R - I| <= RIGID_TOLERANCE``), determinant
-    positive (so +1 within the tolerance: no reflection).
+    A rotation: finite, orthonormal and of determinant +1, each within ``RIGID_TOLERANCE``
+    (``|R^T R - I|`` and ``|det R - 1|``: no reflection).
     """
     try:
         R = np.asarray(R, dtype=float)
@@ -118,7 +118,7 @@ def rotation_matrix(R, what):
         R = None
     if (R is None or R.shape != (3, 3) or not np.all(np.isfinite(R))
             or np.max(np.abs(R.T @ R - np.eye(3))) > RIGID_TOLERANCE
-            or np.linalg.det(R) < 0.0):
+            or abs(np.linalg.det(R) - 1.0) > RIGID_TOLERANCE):
         raise InputError(f'{what} is not a rotation matrix (finite 3x3, R^T R = I, '
                          'det R = +1)')
     return R

@@ -51,8 +51,8 @@ class EventQueue(deque):
     stops draining loses the oldest, never memory.
     """
 
-    def __init__(self):
-        super().__init__(maxlen=EVENT_CAPACITY)
+    def __init__(self, events=(), maxlen=EVENT_CAPACITY):
+        super().__init__(events, maxlen)
 
     def post(self, kind, level, message):
         """Queue one :class:`Event`."""

@@ -315,7 +315,8 @@ def table(results):
         if 'profile' in r:
             lines += ['', f"where {r['label']}'s tick spends its time (py-spy, "
                       f"{r['profile']['samples']} samples at {PROFILE_RATE} Hz inside "
-                      f'{PROFILE_ROOT}; % of them)', f"{'inclusive':>10} {'self':>7}  function"]
+                      f'{PROFILE_ROOT}; % of them; its figures above were measured while '
+                      'py-spy sampled it)', f"{'inclusive':>10} {'self':>7}  function"]
             lines += [f'{incl:>9.1f}% {own:>6.1f}%  {name}'
                       for name, incl, own in r['profile']['functions']]
     for r in results['configs']:
