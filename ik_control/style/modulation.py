@@ -59,19 +59,36 @@ def split_scalars(increase, decrease, change):
     Scalars ``(a, b)`` for rising and falling increments with ``a P - b N = change``.
 
     ``increase`` P >= 0 and ``decrease`` N >= 0 [rad] are the exemplar's total rise and fall
-    up to the constraint instant, ``change`` [rad] the required net change. The pair
-    nearest to (1, 1), with negative scalars set to 0 (module docstring).
+    up to the constraint instant, ``change`` [rad] the required net change (scalars, or
+    arrays of one shape: one pair per element). The pair nearest to (1, 1), with negative
+    scalars set to 0 (module docstring).
     """
-    P, N, change = float(increase), float(decrease), float(change)
-    if P + N <= STILL:
+    P, N, change = (np.asarray(x, dtype=float) for x in (increase, decrease, change))
+    if np.any(P + N <= STILL):
         raise InputError('split scaling needs a profile that moves')
     lam = (change - (P - N)) / (P * P + N * N)
     a, b = 1.0 + lam * P, 1.0 - lam * N
-    if b < 0.0:
-        a, b = change / P, 0.0
-    elif a < 0.0:
-        a, b = 0.0, -change / N
-    return a, b
+    # b < 0 needs N > 0 and a < 0 needs P > 0 (lambda N > 1, lambda P < -1)
+    a_split = np.where(b < 0.0, change / np.where(P > 0.0, P, 1.0), np.where(a < 0.0, 0.0, a))
+    b_split = np.where(b < 0.0, 0.0, np.where(a < 0.0, -change / np.where(N > 0.0, N, 1.0), b))
+    return a_split, b_split
+
+
+def profile_kinds(theta, i_pc, min_net_fraction):
+    """
+    Return the exemplar's motion up to sample ``i_pc`` and how :func:`modulate` scales each joint.
+
+    Returns ``(P, N, net, still, eq2)`` per joint: total rise and fall [rad], net change
+    ``theta[i_pc] - theta[0]`` [rad], no motion at all (``P + N <= STILL``), and eq. 2
+    (``|net| >= min_net_fraction (P + N)``); the other joints get :func:`split_scalars`.
+    """
+    step = np.diff(theta[:int(i_pc) + 1], axis=0)
+    P = np.clip(step, 0.0, None).sum(axis=0)
+    N = np.clip(-step, 0.0, None).sum(axis=0)
+    net = theta[int(i_pc)] - theta[0]
+    still = P + N <= STILL
+    eq2 = ~still & (np.abs(net) >= min_net_fraction * (P + N))
+    return P, N, net, still, eq2
 
 
 def scalar_deviation(theta, i_pc, change, modulated=None, min_net_fraction=0.25):
@@ -91,20 +108,11 @@ def scalar_deviation(theta, i_pc, change, modulated=None, min_net_fraction=0.25)
     n = theta.shape[1]
     change = np.asarray(change, dtype=float)
     modulated = np.ones(n, dtype=bool) if modulated is None else np.asarray(modulated, bool)
-    step = np.diff(theta[:int(i_pc) + 1], axis=0)
-    P = np.clip(step, 0.0, None).sum(axis=0)
-    N = np.clip(-step, 0.0, None).sum(axis=0)
-    net = theta[int(i_pc)] - theta[0]
-    still = P + N <= STILL
-    eq2 = ~still & (np.abs(net) >= min_net_fraction * (P + N))
+    P, N, net, still, eq2 = profile_kinds(theta, i_pc, min_net_fraction)
     s = change / np.where(eq2, net, 1.0)
     cost_eq2 = 2.0 * (s - 1.0) ** 2
-    # split_scalars, vectorized: the pair nearest (1, 1), a negative scalar set to 0
-    PP, NN = np.where(still, 1.0, P), np.where(still, 1.0, N)
-    lam = (change - (PP - NN)) / (PP * PP + NN * NN)
-    a, b = 1.0 + lam * PP, 1.0 - lam * NN
-    a, b = (np.where(b < 0.0, change / np.where(PP > 0.0, PP, 1.0), np.where(a < 0.0, 0.0, a)),
-            np.where(b < 0.0, 0.0, np.where(a < 0.0, -change / np.where(NN > 0.0, NN, 1.0), b)))
+    # still joints get a stand-in profile here: their cost is cost_still
+    a, b = split_scalars(np.where(still, 1.0, P), np.where(still, 1.0, N), change)
     cost_split = (a - 1.0) ** 2 + (b - 1.0) ** 2
     cost_still = np.where(np.abs(change) > STILL, np.inf, 0.0)
     cost = np.where(eq2, cost_eq2, np.where(still, cost_still, cost_split))
@@ -142,9 +150,7 @@ def modulate(theta, i_pc, psi_t0, psi_tpc, modulated=None, min_net_fraction=0.25
     step = np.diff(theta, axis=0)
     rise = np.clip(step, 0.0, None)
     fall = np.clip(-step, 0.0, None)
-    P = rise[:i_pc].sum(axis=0)
-    N = fall[:i_pc].sum(axis=0)
-    net = theta[i_pc] - theta[0]
+    P, N, _, still, eq2 = profile_kinds(theta, i_pc, min_net_fraction)
     a = np.ones(n)
     b = np.ones(n)
     method = []
@@ -152,14 +158,14 @@ def modulate(theta, i_pc, psi_t0, psi_tpc, modulated=None, min_net_fraction=0.25
         change = psi_tpc[j] - psi_t0[j]
         if not modulated[j]:
             method.append('unscaled')
-        elif P[j] + N[j] <= STILL:
+        elif still[j]:
             if abs(change) > STILL:
                 raise InputError(f'{names[j]} does not move in the exemplar before the '
                                  f'constraint instant but must move {change:.4g} rad: there '
                                  'is no velocity profile to scale; choose another exemplar or '
                                  'leave the joint out of the modulated joints')
             method.append('still')
-        elif abs(net[j]) >= min_net_fraction * (P[j] + N[j]):
+        elif eq2[j]:
             a[j] = b[j] = modulation_scalar(theta[0, j], theta[i_pc, j], psi_t0[j],
                                             psi_tpc[j])
             method.append('eq2')
