@@ -363,6 +363,8 @@ class IkControllerNode(GoalTopics, Node):
         by the tick: the queue is taken under the lock, the logging done after it. Call
         without the lock held.
         """
+        if not self.controller.events:  # the usual case: no need to take the tick's lock
+            return
         with self.lock:
             events = self.controller.drain_events()
         now = time.monotonic()
