@@ -25,7 +25,8 @@ import pytest
 PACKAGE = 'ik_control'
 INTERFACES = 'ik_control_interfaces'
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = {'launch': '*.launch.py', 'config': '*.yaml', 'urdf': '*.urdf'}
+SHARED = [('launch', '*.launch.py'), ('config', '*.yaml'), ('config', '*.xml'),
+          ('urdf', '*.urdf')]
 SKIP_AT_ROOT = {'build', 'install', 'log', 'venv', 'bench_results'}
 
 
@@ -94,7 +95,7 @@ def test_colcon_build_install_tree(workspace, symlink):
     share = prefix / 'share' / PACKAGE
     assert (share / 'package.xml').is_file()
     assert (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages' / PACKAGE).is_file()
-    for subdir, pattern in SHARED.items():
+    for subdir, pattern in SHARED:
         for source in glob.glob(os.path.join(ROOT, subdir, pattern)):
             name = os.path.basename(source)
             assert (share / subdir / name).is_file(), '%s/%s not installed' % (subdir, name)

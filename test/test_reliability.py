@@ -15,6 +15,7 @@ controller killed and restarted mid-motion, a 10 kHz burst of targets, clock jum
 """
 
 import math
+import os
 import time
 
 from command_checks import assert_window_within_limits
@@ -534,6 +535,24 @@ def test_sim_killed_the_controller_stops_reports_error_and_resumes_without_a_jum
         checker.check(msg)
     assert checker.violations == 0, checker.examples
     assert checker.acceleration_checked > 100
+
+
+def test_the_nodes_map_no_shared_memory_port_that_a_killed_peer_could_leave_locked(rig):
+    """
+    The rig's nodes talk over UDP only (``node_process.node_environment``).
+
+    A node killed while it held the lock of a Fast DDS shared-memory port left it taken,
+    and every later writer into that port blocked: the controller's command publisher was
+    stuck for over 30 s after the robot was SIGKILLed (1 kill in about 25, beside a CPU
+    hog). A process that maps no such port can never wait on one.
+    """
+    if not os.path.isdir('/proc'):
+        pytest.skip('needs /proc')
+    for process in rig.pair.processes():
+        with open(f'/proc/{process.pid}/maps', encoding='ascii', errors='replace') as stream:
+            mapped = {line.split()[-1] for line in stream
+                      if '/dev/shm/fastdds' in line or '/dev/shm/fastrtps' in line}
+        assert not mapped, (process.name, sorted(mapped))
 
 
 class SimClock:

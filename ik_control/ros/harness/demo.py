@@ -36,7 +36,7 @@ from ik_control.ik.pose_error import pose_distance
 from ik_control.ros.harness.demo_nodes import (DemoError, NAMESPACE, progress, Recorder,
                                                start_nodes, StopRequest)
 from ik_control.ros.harness.demo_plot import plot
-from ik_control.ros.harness.node_process import node_environment
+from ik_control.ros.harness.node_process import discovery_summary, node_environment
 import numpy as np
 
 ROBOTS = ('wam', 'simon')
@@ -333,7 +333,7 @@ def _run(robot, backend, plot_path, stop):
     started = time.monotonic()
     progress(f"starting sim_robot ({backend}) and ik_controller for '{robot}' in "
              f"{NAMESPACE} (ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')}, "
-             f"discovery {env['ROS_AUTOMATIC_DISCOVERY_RANGE']})")
+             f'{discovery_summary(env)})')
     processes, rec, interrupted = [], None, False
     try:
         processes = list(start_nodes(robot, backend, env))

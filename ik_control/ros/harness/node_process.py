@@ -6,6 +6,8 @@ import subprocess
 import sys
 import tempfile
 
+from ik_control import robots
+
 
 def _die_with_parent():
     """Ask Linux to send SIGINT to this child when its parent dies (no orphaned nodes)."""
@@ -16,13 +18,42 @@ def _die_with_parent():
         pass
 
 
+#: the Fast DDS profile of the nodes started here: this host only, UDP, no shared memory
+LOOPBACK_PROFILE = ('config', 'fastdds_udp_loopback.xml')
+_FAST_DDS = ('', 'rmw_fastrtps_cpp', 'rmw_fastrtps_dynamic_cpp')
+_PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
+
+
 def node_environment():
-    """Return the nodes' environment: the user's, discovery on localhost, faulthandler on."""
+    """
+    Return the nodes' environment: the user's, discovery on localhost, faulthandler on.
+
+    Discovery stays on this host unless ``ROS_AUTOMATIC_DISCOVERY_RANGE`` says otherwise
+    (this process too is set to LOCALHOST). Under Fast DDS, for which rmw_fastrtps's
+    LOCALHOST always adds the shared-memory transport, the nodes instead get
+    :data:`LOOPBACK_PROFILE` with range SUBNET: the same reach over UDP on 127.0.0.1. A
+    node SIGKILLed while it held a shared-memory port's lock blocks every later writer into
+    that port for good (the controller's command publisher, stuck for over 30 s after the
+    robot was killed; docs/command_stream.md). A profile of the user's own
+    (``FASTDDS_DEFAULT_PROFILES_FILE``) or another ``RMW_IMPLEMENTATION`` is left alone.
+    """
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     env = dict(os.environ)
     env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
     env.setdefault('PYTHONFAULTHANDLER', '1')  # a fatal signal prints every thread's stack
+    if (env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST'
+            and env.get('RMW_IMPLEMENTATION', '') in _FAST_DDS
+            and not any(env.get(name) for name in _PROFILE_VARIABLES)):
+        env['FASTDDS_DEFAULT_PROFILES_FILE'] = robots.data_path(*LOOPBACK_PROFILE)
+        env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'  # the profile keeps it on this host
     return env
+
+
+def discovery_summary(env):
+    """Say in words how nodes started with ``env`` find their peers (for a start-up line)."""
+    if env.get('FASTDDS_DEFAULT_PROFILES_FILE', '').endswith(LOOPBACK_PROFILE[-1]):
+        return 'discovery on this host, UDP loopback without shared memory'
+    return f"discovery {env['ROS_AUTOMATIC_DISCOVERY_RANGE']}"
 
 
 def rss_kib(pid):
