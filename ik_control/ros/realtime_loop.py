@@ -23,7 +23,12 @@ main thread itself:
 * the objects that exist at start-up are frozen out of the garbage collector
   (``gc.freeze``): a full collection over them stalled the loop for milliseconds;
 * with ``priority > 0`` the loop's thread asks for SCHED_FIFO at that priority; if the
-  OS refuses, it says so and runs on.
+  OS refuses, it says so and runs on;
+* a watchdog thread says once when a tick has not returned for :data:`STUCK_TICK` (a
+  DDS write that never returns: a peer killed while it held a Fast DDS shared-memory
+  port's lock blocks every writer into that port for good), and once when ticks resume.
+  Nothing else can run meanwhile (the tick holds the node's lock), so it logs to the
+  console; the robot follows the last command window to rest.
 
 Each tick's start time, compute time and the age of the state it used are kept in ring
 buffers for the diagnostics and the ``bench loop`` figures.
@@ -52,6 +57,8 @@ SWITCH_INTERVAL = 1e-4  # [s] the longest the loop waits for the GIL (Python's d
 #: tick when no message came (a lost or late message must not stop the commands, nor a
 #: message a little late make two ticks): between one period and two.
 TRIGGER_DEADLINE_PERIODS = 1.5
+STUCK_TICK = 0.5  # [s] a tick running this long is reported as stuck (the watchdog)
+WATCHDOG_PERIOD = 0.1  # [s] how often the watchdog looks
 
 
 class PolledGroup(CallbackGroup):
@@ -210,6 +217,7 @@ class RealtimeLoop:
         self.phase_lock = PhaseLock(period) if synchronize and trigger is not None else None
         self._stop = False
         self._error = None
+        self._tick_start = None  # perf_counter time the running tick began; None between
 
     def stop(self):
         """Make :meth:`run` return after the current tick."""
@@ -241,6 +249,7 @@ class RealtimeLoop:
         sys.setswitchinterval(SWITCH_INTERVAL)
         server = threading.Thread(target=self._serve, name='executor', daemon=True)
         server.start()  # before the priority: threads inherit it
+        threading.Thread(target=self._watch, name='watchdog', daemon=True).start()
         set_realtime_priority(self.priority, self.node.get_logger())
         try:
             self._run()
@@ -271,7 +280,7 @@ class RealtimeLoop:
                         for _, older in taken[:-1]:  # overtaken: their delays count too
                             self.phase_lock.delay(1e-9 * older['source_timestamp'],
                                                   1e-9 * older['received_timestamp'])
-            start = time.perf_counter()
+            start = self._tick_start = time.perf_counter()
             try:
                 age = self.tick(message)
             except Exception:  # noqa: B902 - a shutdown mid-tick invalidates the publishers
@@ -279,6 +288,7 @@ class RealtimeLoop:
                     raise
                 return
             end = time.perf_counter()
+            self._tick_start = None
             self.stats.record(start, end - start, np.nan if age is None else age)
             if triggered:
                 next_tick = start + TRIGGER_DEADLINE_PERIODS * period
@@ -297,6 +307,26 @@ class RealtimeLoop:
         # the executor thread stops the loop when a callback raised: raise it here
         if self._error is not None and context.ok():
             raise self._error
+
+    def _watch(self):
+        """Log once when a tick has run :data:`STUCK_TICK`, once when ticks resume."""
+        logger = self.node.get_logger()
+        stuck = None  # start of the tick reported stuck
+        while not self._stop:
+            time.sleep(WATCHDOG_PERIOD)
+            start = self._tick_start
+            if start is not None and start != stuck and time.perf_counter() - start > STUCK_TICK:
+                stuck = start
+                logger.error(
+                    f'the control tick has not returned for {STUCK_TICK:g} s: nothing it '
+                    'publishes goes out (a publish that never returns: a peer killed while '
+                    'it held a Fast DDS shared-memory lock blocks it for good; use UDP, '
+                    'see docs/command_stream.md "Crashed peers"); a robot commanded by '
+                    'ik_controller follows the last command window to rest')
+            elif stuck is not None and start != stuck:
+                logger.info(f'control ticks resumed (the stuck tick ran up to '
+                            f'{time.perf_counter() - stuck:.1f} s)')
+                stuck = None
 
     def _serve(self):
         """Run the executor (services, parameters, timers) until the loop ends."""
