@@ -116,3 +116,35 @@ def test_joints_braking_to_their_bounds_with_stops_microseconds_apart_stay_insid
     fine_t = np.concatenate([np.linspace(a, b, 50) for a, b in zip(window[0], window[0][1:])])
     fine_q = np.array([sample_points(*window, x)[0] for x in fine_t])
     assert np.all(fine_q >= lower + margin - 1e-12) and np.all(fine_q <= upper - margin + 1e-12)
+
+
+def test_a_window_never_has_more_points_than_max_points_whatever_the_tick_timing():
+    """
+    A window's length follows the tick timing, not ``max_expected_latency`` alone.
+
+    Every knot ahead of now is in it, and each late tick also adds the tail's knots (a stop
+    per joint). On SIMON at 1 kHz under load a window reached 121 points where the node
+    had room for 4 lead rate_hz + n + 16 = 112, and the controller died mid-goal; the node
+    now sizes its message by ``max_points``. Here: ticks 0.1 period apart for a while (every
+    knot within the lead), then late ones.
+    """
+    n, period, lead = 16, 0.001, 0.02
+    rng = np.random.default_rng(7)
+    lower, upper = -np.full(n, 2.0), np.full(n, 2.0)
+    a_max, v_max = rng.uniform(1.0, 20.0, n), np.full(n, 2.0)
+    path = CommandWindow(lower, upper, capacity=int(2 * (lead + 0.25) / period) + 64)
+    path.reset(0.0, np.zeros(n), np.zeros(n), a_max, 0.0)
+    v_out, q_next = np.zeros(n), np.zeros(n)
+    now, longest = 0.0, 0
+    for k in range(600):
+        now += (0.1 if k < 300 else rng.choice([1.0, 2.5, 6.0])) * period
+        q, v, h = path.start(now + lead, period)
+        v_des = rng.normal(0.0, 1.0, n)
+        limits.limit_velocity(q, v, v_des, lower, upper, 0.0, v_max, a_max, h, v_out)
+        limits.integrate(q, v, v_out, h, q_next)
+        path.append(now + lead, q_next, v_out, a_max, 0.0)
+        window = path.window(now)
+        longest = max(longest, len(window[0]))
+        assert_window_within_limits(lower, upper, v_max, a_max, window)
+    assert longest > int(4 * lead / period) + n + 16  # the node's old room
+    assert longest <= path.max_points

@@ -297,6 +297,17 @@ class CommandWindow:
         return self._hi == self._lo
 
     @property
+    def max_points(self):
+        """
+        The most points :meth:`window` returns: point 0, every kept knot, a tail knot per joint.
+
+        Late ticks add the tail's knots to the path (:meth:`start`), up to ``n + 1`` per
+        late tick, so a window's length follows the timing, not ``max_expected_latency``
+        alone: size a message buffer by this.
+        """
+        return 1 + self._t.size + self.lower.size
+
+    @property
     def last_time(self):
         """Time of the last knot [s]."""
         return float(self._t[self._hi - 1])

@@ -175,11 +175,10 @@ class IkControllerNode(GoalTopics, Node):
         names = list(self.model.joint_names)
         if interface == 'trajectory':
             msg_type = JointTrajectory
-            # a window: point 0, the knots of max_expected_latency (ticks may come closer
-            # than a period after a late one), a braking knot per joint
-            self._writer = TrajectoryWriter(
-                names, max_points=int(4 * self.controller.lead * values['rate_hz'])
-                + len(names) + 16)
+            # a window: point 0, the knots ahead (each late tick adds the tail's), a
+            # braking knot per joint; 4 lead * rate_hz + n + 16 points overflowed on
+            # SIMON under load (121 points: the controller died)
+            self._writer = TrajectoryWriter(names, max_points=self.controller.path.max_points)
             self._one_time = np.array([self.period])
         else:
             msg_type = Float64MultiArray
