@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 WAM = robots.robot('wam')
+SIMON = robots.robot('simon')
 # (start, goal) configurations the default law stalls on: goals 8, 10, 11 and 12 of
 # `ik_control bench reach --robot wam --seed 1` (found with fallback off)
 STALLING = (8, 10, 11, 12)
@@ -111,3 +112,37 @@ def test_a_goal_is_reached_while_joint_centering_still_moves_the_joints():
     err_p, err_r = _pinocchio_error(controller.q_meas, T[0])
     assert err_p <= config.goal_position_tolerance
     assert err_r <= config.goal_orientation_tolerance
+
+
+@pytest.mark.parametrize('seed', [1, 9])
+def test_a_joint_space_approach_for_one_hand_is_not_replaced_by_the_other_hands_lag(seed):
+    """
+    SIMON, one goal per hand, velocity_scale 0.2: approaches of seconds, as under load.
+
+    The approach's q* reaches both targets (the position IK solves them together), so it
+    is progress for both hands. Counted for the stalled hand alone, the other hand's error
+    (which the approach need not shrink) made it ask the IK itself, and its solve replaced
+    the running approach; with the first hand's tries spent, a reachable goal was parked
+    unreachable (the node on SIMON beside a CPU hog).
+    """
+    config = reach.controller_config('simon', {'limits.velocity_scale': 0.2})
+    controller = ResolvedRateController(SIMON, config)
+    rng = np.random.default_rng(seed)
+    T = SIMON.frame_placements(rng.uniform(SIMON.lower + 0.05, SIMON.upper - 0.05))
+    for f, ee in enumerate(SIMON.end_effector_names):
+        controller.set_target_matrix(ee, T[f])
+    q, dt, fallback = robots.ready_pose('simon').copy(), controller.dt, controller.fallback
+    approaches = replaced = 0
+    for k in range(int(40.0 / dt)):
+        running = fallback.approach
+        controller.set_joint_state(SIMON.joint_names, q, k * dt)
+        command = controller.update(k * dt)
+        if fallback.approach is not None and fallback.approach is not running:
+            approaches += 1
+            replaced += running is not None  # a new solution while one was approached
+        if controller.goal_reached.all() or controller.parked.any():
+            break
+        if command is not None:
+            q = command.at(dt)[0]
+    assert controller.goal_reached.all(), controller.unreachable_reason
+    assert approaches >= 1 and replaced == 0

@@ -299,7 +299,7 @@ class CommandWindow:
     @property
     def max_points(self):
         """
-        The most points :meth:`window` returns: point 0, every kept knot, a tail knot per joint.
+        Return the most points :meth:`window` gives: point 0, every kept knot, a tail knot each.
 
         Late ticks add the tail's knots to the path (:meth:`start`), up to ``n + 1`` per
         late tick, so a window's length follows the timing, not ``max_expected_latency``

@@ -66,8 +66,13 @@ class GoalReferee:
         Returns True while some goal is parked.
         """
         cfg, goals, solver, fallback = config, self.goals, self.solver, self.fallback
-        if fallback.approach is not None:  # the joint-space approach is progress
-            goals.best_time[fallback.serving] = now
+        if fallback.approach is not None:
+            # the joint-space approach is progress for every goal: its q* reaches all the
+            # targets together. Counted for the stalled hand alone, the other hand's error
+            # (which the approach need not shrink) flagged it slow, its own fallback
+            # replaced the approach, and the first hand, its tries spent, was parked
+            # unreachable (SIMON under load)
+            goals.best_time[:] = now
         flags = goals.judge(solver.err_pos, solver.err_rot, cfg.goal_position_tolerance,
                             cfg.goal_orientation_tolerance, velocities, now,
                             cfg.unreachable_time)
@@ -151,9 +156,8 @@ class GoalReferee:
         """
         fallback = self.fallback
         if fallback.approach_done(q_cmd):
-            which = fallback.serving.copy()
-            self.end_fallback(np.flatnonzero(which)[0])
-            self.goals.restart_progress(which, now)
+            self.end_fallback(np.flatnonzero(fallback.serving)[0])
+            self.goals.restart_progress(slice(None), now)  # every goal, as in judge
             self.events.post('fallback_handback', 'info', 'joint-space approach done: '
                              'Cartesian tracking from here')
             return
