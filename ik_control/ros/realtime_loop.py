@@ -28,7 +28,7 @@ main thread itself:
   DDS write that never returns: a peer killed while it held a Fast DDS shared-memory
   port's lock blocks every writer into that port for good), and once when ticks resume.
   Nothing else can run meanwhile (the tick holds the node's lock), so it logs to the
-  console; the robot follows the last command window to rest.
+  console; a robot on trajectory commands follows the last window to rest.
 
 Each tick's start time, compute time and the age of the state it used are kept in ring
 buffers for the diagnostics and the ``bench loop`` figures.
@@ -321,8 +321,8 @@ class RealtimeLoop:
                     f'the control tick has not returned for {STUCK_TICK:g} s: nothing it '
                     'publishes goes out (a publish that never returns: a peer killed while '
                     'it held a Fast DDS shared-memory lock blocks it for good; use UDP, '
-                    'see docs/command_stream.md "Crashed peers"); a robot commanded by '
-                    'ik_controller follows the last command window to rest')
+                    'see docs/command_stream.md "Crashed peers"); a robot on trajectory '
+                    'commands follows the last window to rest')
             elif stuck is not None and start != stuck:
                 logger.info(f'control ticks resumed (the stuck tick ran up to '
                             f'{time.perf_counter() - stuck:.1f} s)')
