@@ -82,6 +82,41 @@ def _dh_to_urdf(args):
     return 0
 
 
+def _collision_matrix(args):
+    """Write the allowed-collision SRDF of a URDF (ik_control.collision.acm)."""
+    from ik_control import robots
+    from ik_control.collision import acm
+    from ik_control.kinematics import RobotModel
+
+    if args.urdf in robots.SETUPS:
+        setup = robots.SETUPS[args.urdf]
+        model = robots.robot(args.urdf)
+        pose = args.pose or setup.ready
+    else:
+        model = RobotModel.from_urdf(args.urdf, joints=args.joints or None)
+        pose = args.pose
+    if pose is not None and len(pose) != model.nq:
+        raise InputError(f'--pose needs {model.nq} values ({", ".join(model.joint_names)}), '
+                         f'got {len(pose)}')
+    result = acm.compute(model, samples=args.samples, seed=args.seed, pose=pose,
+                         never=args.never,
+                         progress=lambda k, n: progress(f'{k}/{n} configurations sampled'))
+    counts = {}
+    for _, _, why in result.disabled:
+        counts[why] = counts.get(why, 0) + 1
+    text = acm.srdf_text(result, f'written by ik_control collision-matrix: {args.samples} '
+                         f'samples, seed {args.seed}; ' + ', '.join(
+                             f'{n} {why}' for why, n in sorted(counts.items())))
+    if args.output:
+        with open(args.output, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+        print(f'{args.output}: {len(result.disabled)} of {result.checked_pairs} link pairs '
+              f'disabled ({", ".join(f"{n} {why}" for why, n in sorted(counts.items()))})')
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _paint(args):
     return _paint_report(args.task, args.plot, args.json)
 
@@ -220,6 +255,24 @@ def build_parser():
     dh.add_argument('file', help='DH file, e.g. config/robots/sam9.yaml')
     dh.add_argument('-o', '--output', metavar='FILE', help='URDF to write (default: stdout)')
     dh.set_defaults(func=_dh_to_urdf)
+
+    acm = sub.add_parser('collision-matrix', help='the allowed-collision matrix of a URDF as '
+                         "an SRDF (MoveIt's setup-assistant rules: adjacent links, contact at "
+                         'the default pose, contact in every sample)')
+    acm.add_argument('urdf', help='URDF file, or a bundled robot (wam, simon)')
+    acm.add_argument('-o', '--output', metavar='FILE', help='SRDF to write (default: stdout)')
+    acm.add_argument('--samples', type=int, default=1000,
+                     help='random configurations sampled (default 1000)')
+    acm.add_argument('--seed', type=int, default=0, help='random seed (default 0)')
+    acm.add_argument('--joints', nargs='+', default=None,
+                     help='joints to sample (default: every actuated joint)')
+    acm.add_argument('--pose', nargs='+', type=float, default=None,
+                     help='default pose [rad or m] of the joints (default: the ready pose of '
+                          'a bundled robot, else 0 clipped into the limits)')
+    acm.add_argument('--never', action='store_true',
+                     help="also disable pairs never in contact in the samples (MoveIt's speed "
+                          'option: a rare pose is still a real collision)')
+    acm.set_defaults(func=_collision_matrix)
 
     paint = sub.add_parser('paint', help="SAM's spray-painting example without ROS: the "
                            '9-joint robot paints a door with and without avoiding it')

@@ -36,6 +36,13 @@ class ControllerConfig:
     obstacle_influence: float = 0.1         # clearance below which obstacles repel [m]
     obstacle_gain: float = 5.0              # escape speed per metre inside it [1/s]
     link_radius: float = 0.05               # radius of the arm's capsules [m]
+    # the collision stage (control/collision_stage.py): the URDF's collision shapes kept
+    # apart from each other and from the obstacles
+    collision_enabled: bool = True
+    collision_srdf: str = ''                # SRDF XML: pairs not checked; '' = see docs
+    collision_security_distance: float = 0.01  # no checked pair comes nearer [m]
+    collision_influence_distance: float = 0.05  # pairs nearer than this are bounded [m]
+    collision_gain: float = 10.0            # damper rate xi: approach <= xi (d - d_s) [1/s]
     fallback_strategy: str = 'joint'        # stalled goal: joint | posture | off (fallback.py)
     fallback_time_budget: float = 0.05      # CPU time of one position-IK solve [s]
     # a pose goal's joint step: velocity (the law) | ccd | hal | analytic (classical_mode.py)
@@ -57,10 +64,18 @@ class ControllerConfig:
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f'{name} must be a finite number > 0, got {value!r}')
         for name in ('obstacle_influence', 'obstacle_gain', 'link_radius',
-                     'max_expected_latency'):
+                     'max_expected_latency', 'collision_security_distance'):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InputError(f'{name} must be a finite number >= 0, got {value!r}')
+        for name in ('collision_influence_distance', 'collision_gain'):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f'{name} must be a finite number > 0, got {value!r}')
+        if self.collision_influence_distance <= self.collision_security_distance:
+            raise InputError('collision_influence_distance must exceed '
+                             f'collision_security_distance ({self.collision_influence_distance}'
+                             f' <= {self.collision_security_distance} m)')
         if self.fallback_strategy not in STRATEGIES:
             raise InputError(f"fallback_strategy '{self.fallback_strategy}' is not one of "
                              f'{list(STRATEGIES)}')

@@ -51,7 +51,9 @@ from dataclasses import replace
 import math
 from typing import NamedTuple
 
+from ik_control.collision.model import CollisionModel
 from ik_control.control import classical_mode, constrained_motion
+from ik_control.control import collision_stage as collision_mod
 from ik_control.control import limits as limits_mod
 from ik_control.control.command_window import (CommandWindow, compile_kernels,
                                                sample_points, TIME_RESOLUTION)
@@ -90,6 +92,8 @@ _STALE_STATE = int(Status.STALE_STATE)
 _TARGET_UNREACHABLE = int(Status.TARGET_UNREACHABLE)
 _TWIST_TIMEOUT = int(Status.TWIST_TIMEOUT)
 _VELOCITY_LIMITED = int(Status.VELOCITY_LIMITED)
+_COLLISION_NEAR = int(Status.COLLISION_NEAR)
+_COLLISION_HALT = int(Status.COLLISION_HALT)
 
 
 class Command(NamedTuple):
@@ -124,6 +128,9 @@ class ResolvedRateController(GoalInputs):
         self.config = None
         self.solver = VelocitySolver(model, SolverConfig())
         self.obstacles = ObstacleAvoidance(model)
+        self.collision = None  # the collision stage (CollisionStage), when enabled
+        self._collision_srdf = None
+        self.events = EventQueue()  # transitions for the node to log
         self.configure(config or ControllerConfig())
         n = self.nq
         self.q_cmd = np.zeros(n)
@@ -135,11 +142,13 @@ class ResolvedRateController(GoalInputs):
                                   capacity=int(2 * (self.lead + 0.25) * self.config.rate_hz)
                                   + 64)
         self.initialized = False
-        self.events = EventQueue()  # transitions for the node to log
         self.robot = RobotLink(model, self.events)
         self.goals = GoalSet(model.end_effector_names, self.events)
         self._solver_targets = self.goals.targets.copy()
         self.referee = GoalReferee(model, self.goals, self.fallback, self.solver, self.events)
+        self.referee.collision = self.collision
+        self.referee.unreachable_time = self.config.unreachable_time
+        self._limited_since = None  # since when the collision stage bounds the motion [s]
         self.status = _NO_STATE
         self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
@@ -218,10 +227,56 @@ class ResolvedRateController(GoalInputs):
               self.config.goal_orientation_tolerance) != tolerances:
             self.fallback.reconfigure(*tolerances)
         self.fallback.time_budget = config.fallback_time_budget
+        self._configure_collision(config)
         # a joint beyond these is at its bound (_solve_within_bounds)
         self._bound_lo = model.lower + (config.position_margin + BOUND_BAND)
         self._bound_hi = model.upper - (config.position_margin + BOUND_BAND)
         self.config = config
+
+    def _configure_collision(self, config):
+        """Build, re-parameterise or drop the collision stage (``collision_*`` settings)."""
+        if not config.collision_enabled or getattr(self.model, 'urdf_xml', None) is None:
+            self.collision = None
+        else:
+            if self.collision is None or self._collision_srdf != config.collision_srdf:
+                scene = self.collision.cm.scene if self.collision is not None else []
+                cm = CollisionModel(self.model, srdf=config.collision_srdf or None)
+                if not config.collision_srdf:
+                    self._allow_contacts_at_start = True
+                cm.set_scene(scene)
+                if cm.robot_count == 0:
+                    self.events.post('collision_no_shapes', 'warn', 'the URDF has no '
+                                     '<collision> shapes: the collision stage has nothing '
+                                     'to check (scene obstacles need robot shapes too)')
+                self.collision = collision_mod.CollisionStage(self.model, cm)
+                self._collision_srdf = config.collision_srdf
+            stage = self.collision
+            stage.security = config.collision_security_distance
+            stage.influence = config.collision_influence_distance
+            stage.gain = config.collision_gain
+        if hasattr(self, 'referee'):
+            self.referee.collision = self.collision
+            self.referee.unreachable_time = config.unreachable_time
+
+    def _allow_start_contacts(self):
+        """
+        Without an SRDF, pairs in contact at the first state are not checked (logged).
+
+        MoveIt's "Default" rule at run time: shells that overlap where the robot starts
+        would otherwise stop every motion. An SRDF (``collision_srdf``) decides instead.
+        """
+        cm = self.collision.cm
+        rows, d = cm.distances(self.q_cmd, within=0.0)
+        if rows.size:
+            names = [cm.pair_name(k) for k in rows]
+            links = {frozenset((cm._pair_names[a], cm._pair_names[b]))
+                     for a, b in cm.pairs[rows] if b < cm.robot_count}
+            cm.set_disabled(cm.disabled | links)
+            self.collision.check_scene()
+            self.events.post('collision_allowed', 'warn',
+                             f'no SRDF: {len(names)} pairs in contact at the start are not '
+                             f'checked ({", ".join(names[:4])}{"..." if len(names) > 4 else ""});'
+                             ' write one with `ik_control collision-matrix`')
 
     # ------------------------------------------------------------------ inputs
     def _observe_clock(self, now):
@@ -292,6 +347,9 @@ class ResolvedRateController(GoalInputs):
         idle = self.goals.mode != MODE_POSE
         self.goals.targets[idle] = self.solver.ws.frame_T[idle]
         self.solver.reset_targets()
+        if self.collision is not None and getattr(self, '_allow_contacts_at_start', False):
+            self._allow_contacts_at_start = False
+            self._allow_start_contacts()
         self.initialized = True
 
     def _aim(self, now):
@@ -371,6 +429,7 @@ class ResolvedRateController(GoalInputs):
         self.v_cmd[:] = v_start
         joining = robot.state == LinkState.JOINING
         holding = self.goals.holding
+        cartesian = False
         if joining or holding:
             # joining the measurement comes first: the command must meet the robot
             status |= _HOLDING if holding else _NONE
@@ -383,6 +442,7 @@ class ResolvedRateController(GoalInputs):
         elif self.joint_goal is not None:
             status |= self._follow_joint_goal(now + self.lead)
         else:
+            cartesian = True
             status |= self._aim(now)
             if self.fallback.pending:
                 self.referee.poll(now, cfg.fallback_strategy)
@@ -412,6 +472,8 @@ class ResolvedRateController(GoalInputs):
             status |= _RESEEDED
         if self.constrained is not None and not joining and self.joint_goal is None:
             self.constrained.apply(self, h, task=not holding)  # Welman's constraints
+        if self.collision is not None and not joining:
+            status |= self._collide(now, h, cartesian)
         flags = limits_mod.limit_velocity(self.q_cmd, self.v_cmd, self._v_des, self.model.lower,
                                           self.model.upper, cfg.position_margin, self.v_max,
                                           self.a_max, h, self._v_out)
@@ -444,6 +506,31 @@ class ResolvedRateController(GoalInputs):
             status |= _TARGET_UNREACHABLE
         self.status = status
         return command
+
+    def _collide(self, now, h, cartesian):
+        """
+        The collision stage (:mod:`~ik_control.control.collision_stage`) on ``_v_des``.
+
+        Returns the status bits; keeps since when it bounds the motion, which the referee
+        reads to call a stalled goal unreachable for ``COLLISION``.
+        """
+        cfg, ws = self.config, self.solver.ws
+        flags = self.collision.constrain(ws.joint_T, self.solver.J if cartesian else None,
+                                         self.q_cmd, self.v_cmd, self._v_des, self.v_max,
+                                         self.a_max, self.model.lower, self.model.upper,
+                                         cfg.position_margin, h)
+        status = _NONE
+        if flags & collision_mod.NEAR:
+            status |= _COLLISION_NEAR
+        if flags & collision_mod.HALTED:
+            status |= _COLLISION_HALT
+        if flags & collision_mod.LIMITED:
+            if self._limited_since is None:
+                self._limited_since = now
+        else:
+            self._limited_since = None
+        self.referee.blocked_since = self._limited_since
+        return status
 
     def _note_late_tick(self, lost):
         """

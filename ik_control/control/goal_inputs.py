@@ -30,6 +30,7 @@ import numpy as np
 
 __all__ = ['GoalInputs', 'MAX_TWIST']
 
+PLAN_CHECK_STEP = 0.01  # largest joint move between two samples of a plan's check [rad]
 MAX_TWIST = 1e3  # twist components beyond this are refused as malformed [m/s, rad/s]
 
 
@@ -135,6 +136,8 @@ class GoalInputs:
             self.obstacles.set_obstacles(centers, radii)
         except ValueError as exc:
             raise InputError(str(exc)) from None
+        self._collision_scene([('sphere', _translation(c), (2.0 * r,) * 3)
+                               for c, r in zip(self.obstacles.centers, self.obstacles.radii)])
 
     def set_obstacle_shapes(self, shapes):
         """
@@ -144,10 +147,18 @@ class GoalInputs:
         them (pose 4x4 in the base frame, Marker sizes [m]). Raises :class:`InputError`
         where that raises ValueError.
         """
+        shapes = list(shapes)
         try:
             self.obstacles.set_shapes(shapes)
         except ValueError as exc:
             raise InputError(str(exc)) from None
+        self._collision_scene(shapes)
+
+    def _collision_scene(self, shapes):
+        """The collision stage's scene: the same obstacles, as exact shapes."""
+        if self.collision is not None:
+            self.collision.cm.set_scene(shapes)
+            self.collision.check_scene()
 
     def set_joint_trajectory(self, names, times, positions, velocities, start):
         """
@@ -159,6 +170,8 @@ class GoalInputs:
         :class:`InputError` for a trajectory that cannot be followed.
         """
         goal = JointGoal(self.model, names, times, positions, velocities, start)
+        if self.collision is not None:
+            self._check_plan_collisions(goal, start)
         self._cancel_joint_goal('a new joint trajectory')
         for i in range(self.ne):
             self._end_goal(i)  # the plan replaces the Cartesian goals
@@ -166,6 +179,27 @@ class GoalInputs:
         self.events.post('trajectory_accepted', 'info',
                          f'joint trajectory accepted: {len(goal.times)} points, ends in '
                          f'{goal.end_time - start:.3g} s')
+
+    def _check_plan_collisions(self, goal, start):
+        """
+        Refuse a plan that brings a checked pair below ``collision_security_distance``.
+
+        The plan is sampled so that no joint moves more than ``PLAN_CHECK_STEP`` between
+        two samples; the first offending sample names the pair and the time.
+        """
+        stage = self.collision
+        times = goal.times
+        travel = np.abs(np.diff(goal.positions, axis=0)).max(axis=1) if times.size > 1 else []
+        count = max(2, int(np.ceil(np.sum(travel) / PLAN_CHECK_STEP)) + times.size)
+        for t in np.linspace(times[0], times[-1], count):
+            q, _ = goal.reference(t)
+            rows, d = stage.cm.distances(q, within=stage.security)
+            if rows.size:
+                i = int(np.argmin(d))
+                raise InputError(f'joint trajectory refused: at {t - start:.3f} s it brings '
+                                 f'{stage.cm.pair_name(rows[i])} {1e3 * d[i]:.1f} mm apart, '
+                                 f'below collision_security_distance '
+                                 f'({1e3 * stage.security:g} mm)')
 
     def _cancel_joint_goal(self, why):
         if self.joint_goal is not None:
@@ -205,3 +239,10 @@ class GoalInputs:
             self.solver.reset_targets()
         else:
             self.goals.resume(self._clock, None)
+
+
+def _translation(c):
+    """The 4x4 placement of a point ``c`` [m] (identity rotation)."""
+    T = np.eye(4)
+    T[:3, 3] = c
+    return T

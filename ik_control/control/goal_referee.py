@@ -25,6 +25,10 @@ import numpy as np
 
 __all__ = ['GoalReferee']
 
+#: A joint-space approach that the collision stage bounds this many ``unreachable_time``
+#: in a row is given up (the goal then stalls again, or is unreachable for COLLISION)
+APPROACH_BLOCKED = 2.0
+
 
 class GoalReferee:
     """
@@ -50,6 +54,16 @@ class GoalReferee:
         self.model, self.goals, self.fallback = model, goals, fallback
         self.solver, self.events = solver, events
         self._meas_ws = model.workspace()  # FK of the measured state
+        self.collision = None       # the controller's CollisionStage, or None
+        self.blocked_since = None   # since when the collision stage bounds the motion [s]
+
+    def collision_reason(self):
+        """'COLLISION: ...' naming the nearest pair while the collision stage bounds, or ''."""
+        stage = self.collision
+        if stage is None or self.blocked_since is None or not stage.closest_pair:
+            return ''
+        return (f'COLLISION: {stage.closest_pair} {1e3 * stage.closest_distance:.1f} mm apart '
+                f'(security distance {1e3 * stage.security:g} mm)')
 
     def judge(self, now, velocities, config, q_cmd, q_meas):
         """
@@ -92,7 +106,9 @@ class GoalReferee:
             if stuck.any():
                 why = ('no progress again after the position-IK fallback'
                        if cfg.fallback_strategy != 'off' else 'no progress (fallback off)')
-                self.park(stuck, f'{why} for {cfg.unreachable_time:g} s')
+                blocked = self.collision_reason()
+                self.park(stuck, f'{blocked}; {why}' if blocked else
+                          f'{why} for {cfg.unreachable_time:g} s')
         done = goals.reached | goals.parked
         if fallback.posture is not None and done[fallback.serving].all():
             self.end_fallback(np.flatnonzero(fallback.serving)[0])
@@ -134,6 +150,13 @@ class GoalReferee:
         if done is None:
             return
         which, result = done
+        if result.success and self.collision is not None:
+            rows, d = self.collision.cm.distances(result.q, within=self.collision.security)
+            if rows.size:
+                i = int(np.argmin(d))
+                self.park(which, f'COLLISION: the position IK\'s solution brings '
+                          f'{self.collision.cm.pair_name(rows[i])} {1e3 * d[i]:.1f} mm apart')
+                return
         if not result.success:
             self.park(which, f'the position IK found no solution in '
                       f'{1e3 * self.fallback.time_budget:.3g} ms of CPU (best '
@@ -155,6 +178,13 @@ class GoalReferee:
         ``HANDBACK`` of the solution.
         """
         fallback = self.fallback
+        if (self.blocked_since is not None
+                and now - self.blocked_since > APPROACH_BLOCKED * self.unreachable_time):
+            self.end_fallback(np.flatnonzero(fallback.serving)[0])
+            self.goals.restart_progress(slice(None), now)
+            self.events.post('fallback_blocked', 'warn', 'joint-space approach blocked: '
+                             f'{self.collision_reason()}; Cartesian tracking from here')
+            return
         if fallback.approach_done(q_cmd):
             self.end_fallback(np.flatnonzero(fallback.serving)[0])
             self.goals.restart_progress(slice(None), now)  # every goal, as in judge

@@ -28,6 +28,9 @@ class Status(enum.IntFlag):
     #                                 the measured state (within the last second)
     TWIST_TIMEOUT = 1 << 11         # a velocity command timed out: decelerating to rest
     OBSTACLE_NEAR = 1 << 12         # an obstacle within obstacles.influence: moving away
+    COLLISION_NEAR = 1 << 13        # a checked pair within collision.influence_distance:
+    #                                 its approach is bounded
+    COLLISION_HALT = 1 << 14        # the collision bounds stopped the commanded motion
 
 
 _LEVELS = {
@@ -35,7 +38,8 @@ _LEVELS = {
     Status.ACCELERATION_LIMITED: OK, Status.TARGET_UNREACHABLE: WARN,
     Status.ERROR_CLAMPED: OK, Status.STALE_STATE: ERROR, Status.NO_STATE: WARN,
     Status.BAD_INPUT: WARN, Status.HOLDING: OK, Status.RESEEDED: WARN,
-    Status.TWIST_TIMEOUT: OK, Status.OBSTACLE_NEAR: WARN,
+    Status.TWIST_TIMEOUT: OK, Status.OBSTACLE_NEAR: WARN, Status.COLLISION_NEAR: WARN,
+    Status.COLLISION_HALT: ERROR,
 }
 
 _MESSAGES = {
@@ -52,6 +56,8 @@ _MESSAGES = {
     Status.RESEEDED: 'commanded and measured state diverged: re-seeded from measurement',
     Status.TWIST_TIMEOUT: 'velocity command timed out: stopping',
     Status.OBSTACLE_NEAR: 'obstacle within the influence distance: moving the arm away',
+    Status.COLLISION_NEAR: 'collision pair within the influence distance: approach bounded',
+    Status.COLLISION_HALT: 'halted for collision: the motion would bring a pair too near',
 }
 
 

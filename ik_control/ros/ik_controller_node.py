@@ -518,6 +518,9 @@ class IkControllerNode(GoalTopics, Node):
             reasons = list(c.unreachable_reason)
             values.append(('obstacles', str(c.obstacles.radii.size)))
             values.append(('obstacle_clearance_m', f'{c.obstacles.min_clearance:.4g}'))
+            if c.collision is not None:  # the nearest pair within the influence distance
+                values.append(('collision_closest_pair', c.collision.closest_pair or 'none'))
+                values.append(('collision_distance_m', f'{c.collision.closest_distance:.4g}'))
             J = c.solver.J.copy() if c.initialized else None
         for i, ee in enumerate(self.model.end_effector_names):
             values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))

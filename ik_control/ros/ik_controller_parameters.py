@@ -11,12 +11,15 @@ model and its fixed obstacles; a bad value is an :class:`InputError` or a
 :class:`StartupError` with a clear message.
 """
 
+import os
+
 from ik_control.control.config import ControllerConfig
 from ik_control.ik.obstacles import MAX_OBSTACLES
 from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import robot_description
 from ik_control.planning.obstacles import obstacles_from_yaml
+from ik_control.robots import share_directory
 from ik_control.ros.parameters import Param, StartupError
 from ik_control.validation import IkControlError, InputError
 import numpy as np
@@ -140,6 +143,23 @@ PARAMETERS = {
     'obstacles.link_radius': Param(_C.link_radius, "Radius of the capsules around the arm's "
                                    'links (joint origin to joint origin) [m].', 0.0, 1.0,
                                    True),
+    'collision.enabled': Param(_C.collision_enabled, "Keep the URDF's collision shapes at "
+                               'least collision.security_distance apart (self pairs and '
+                               'obstacles), whatever the goal asks.', dynamic=True),
+    'collision.srdf_path': Param('', 'SRDF whose <disable_collisions> pairs are not checked '
+                                 '(ik_control collision-matrix writes one); a relative path '
+                                 'is looked up in the current directory, then in the package; '
+                                 'empty = pairs in contact at the first state are not '
+                                 'checked.'),
+    'collision.security_distance': Param(_C.collision_security_distance, 'No checked pair '
+                                         'is commanded nearer than this, braking tail '
+                                         'included [m].', 0.0, 0.5, True),
+    'collision.influence_distance': Param(_C.collision_influence_distance, 'Pairs nearer '
+                                          'than this have their approach speed bounded [m].',
+                                          0.001, 1.0, True),
+    'collision.gain': Param(_C.collision_gain, 'Velocity damper rate xi: a pair approaches '
+                            'at most at xi (d - security_distance) [1/s].', 0.01, 1000.0,
+                            True),
     'goal.position_tolerance': Param(_C.goal_position_tolerance, 'goal_reached within '
                                      'this position error [m].', 1e-6, 1.0, True),
     'goal.orientation_tolerance': Param(_C.goal_orientation_tolerance, 'goal_reached '
@@ -197,9 +217,33 @@ def controller_config(values):
         goal_orientation_tolerance=values['goal.orientation_tolerance'],
         obstacle_influence=values['obstacles.influence_distance'],
         obstacle_gain=values['obstacles.gain'], link_radius=values['obstacles.link_radius'],
+        collision_enabled=values['collision.enabled'],
+        collision_srdf=read_srdf(values['collision.srdf_path']),
+        collision_security_distance=values['collision.security_distance'],
+        collision_influence_distance=values['collision.influence_distance'],
+        collision_gain=values['collision.gain'],
         fallback_strategy=values['fallback.strategy'],
         fallback_time_budget=values['fallback.time_budget'], ik_method=values['ik_method'],
         ccd_sweeps=values['ccd_sweeps'], constraints=values['constraints'], solver=solver)
+
+
+def read_srdf(path):
+    """
+    Return the text of the SRDF ``path`` ('' for none), or a StartupError naming the file.
+
+    A relative path is looked up in the current directory, then in the package.
+    """
+    if not path:
+        return ''
+    candidates = [path]
+    if not os.path.isabs(path):
+        candidates.append(os.path.join(share_directory(), path))
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            with open(candidate, encoding='utf-8') as f:
+                return f.read()
+    raise StartupError(f"collision.srdf_path: no file '{path}' (looked in the current "
+                       f'directory and in {share_directory()})')
 
 
 def profile_request(text):

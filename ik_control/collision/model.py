@@ -1,0 +1,328 @@
+"""
+The robot's collision model: the URDF's ``<collision>`` shapes, the checked pairs, distances.
+
+**Shapes.** pinocchio reads the URDF's ``<collision>`` elements into a ``GeometryModel``
+(boxes, cylinders, spheres, capsules, and meshes by ``package://`` or file path, looked up
+in ``package_dirs``); meshes are measured as their convex hulls (coal's GJK, microseconds
+a pair; :func:`~ik_control.collision.shapes.convex_hull`). Each shape is fixed to a tree
+joint of the :class:`~ik_control.kinematics.robot_model.RobotModel` (or to the base).
+
+**Pairs.** Two robot shapes are checked when
+
+* some controlled joint moves one relative to the other (shapes on one rigid body, or on
+  bodies joined only by locked joints, never change their distance),
+* their links are not adjacent in the URDF (a joint's parent and child link touch by
+  construction), and
+* the SRDF does not disable the pair (``<disable_collisions link1 link2>``: a MoveIt
+  user's file, or the one :mod:`~ik_control.collision.acm` computes).
+
+Every shape that a controlled joint moves is checked against every scene obstacle
+(:meth:`CollisionModel.set_scene`).
+
+**Distances.** :meth:`CollisionModel.near_pairs` takes the tree joints' placements of a
+:class:`~ik_control.kinematics.robot_model.KinematicsWorkspace` (the controller's, already
+computed in its tick), places every shape and every shape's bounding sphere in one
+compiled call, drops the pairs whose spheres are farther apart than the asked distance
+(the broad phase: sound, the spheres hold the shapes), and measures the others with coal:
+the signed distance ``d`` (negative inside), the witness points ``p_a``, ``p_b`` and the
+unit normal ``n`` from ``a`` to ``b`` (``d`` grows when ``b`` moves along ``n``).
+"""
+
+import os
+import xml.etree.ElementTree as ET
+
+import coal
+from ik_control.collision.shapes import bounding_sphere, convex_hull, scene_geometry
+from ik_control.validation import InputError, ModelError
+from numba import njit
+import numpy as np
+import pinocchio as pin
+
+__all__ = ['CollisionModel', 'default_package_dirs', 'disabled_pairs_from_srdf']
+
+
+def default_package_dirs(extra=()):
+    """
+    Folders under which ``package://NAME/...`` meshes are looked up.
+
+    ``extra`` first, then every ``share`` folder of ``AMENT_PREFIX_PATH`` and of the
+    installed ``example-robot-data`` (its ``package://example-robot-data`` root).
+    """
+    dirs = [str(d) for d in extra]
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        if prefix:
+            dirs.append(os.path.join(prefix, 'share'))
+    try:
+        from example_robot_data.robots_loader import getModelPath
+        robots_dir = getModelPath('/panda_description/urdf/panda.urdf')
+        dirs.append(os.path.normpath(os.path.join(robots_dir, '..', '..')))
+    except Exception:  # noqa: B902 - example-robot-data absent or laid out otherwise
+        pass
+    return [d for d in dict.fromkeys(dirs) if os.path.isdir(d)]
+
+
+def disabled_pairs_from_srdf(text):
+    """
+    Return the link pairs an SRDF disables, as a set of ``frozenset({link1, link2})``.
+
+    ``text`` is the SRDF's XML (``<robot>`` with ``<disable_collisions link1= link2=>``
+    elements); raises :class:`InputError` for XML that does not parse or an element
+    without both links.
+    """
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise InputError(f'SRDF does not parse: {exc}') from None
+    pairs = set()
+    for element in root.iter('disable_collisions'):
+        a, b = element.get('link1'), element.get('link2')
+        if not a or not b:
+            raise InputError('SRDF: <disable_collisions> needs link1 and link2')
+        pairs.add(frozenset((a, b)))
+    return pairs
+
+
+def adjacent_links(urdf_xml):
+    """Link pairs joined by a URDF joint (any type), as a set of frozensets."""
+    root = ET.fromstring(urdf_xml)
+    pairs = set()
+    for joint in root.iter('joint'):
+        parent, child = joint.find('parent'), joint.find('child')
+        if parent is not None and child is not None:
+            pairs.add(frozenset((parent.get('link'), child.get('link'))))
+    return pairs
+
+
+@njit(cache=True, nogil=True)
+def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, place, out):
+    """
+    Place every shape and return the pairs whose bounding spheres are within ``limit``.
+
+    ``place[g] = joint_T[geom_joint[g]] @ local[g]`` (``local[g]`` alone for shapes fixed
+    to the base, ``geom_joint[g] < 0``); the pair ``(a, b)`` is a candidate when
+    ``|c_a - c_b| - r_a - r_b <= limit`` with ``c = R centre + t``. Writes the candidate
+    rows of ``pairs`` into ``out``; returns their count.
+    """
+    G = geom_joint.shape[0]
+    for g in range(G):
+        j = geom_joint[g]
+        if j < 0:
+            for r in range(4):
+                for c in range(4):
+                    place[g, r, c] = local[g, r, c]
+        else:
+            for r in range(3):
+                for c in range(4):
+                    s = 0.0
+                    for k in range(4):
+                        s += joint_T[j, r, k] * local[g, k, c]
+                    place[g, r, c] = s
+            place[g, 3, 0] = 0.0
+            place[g, 3, 1] = 0.0
+            place[g, 3, 2] = 0.0
+            place[g, 3, 3] = 1.0
+    count = 0
+    for k in range(pairs.shape[0]):
+        a, b = pairs[k, 0], pairs[k, 1]
+        d2 = 0.0
+        for r in range(3):
+            ca = place[a, r, 3]
+            cb = place[b, r, 3]
+            for c in range(3):
+                ca += place[a, r, c] * centre[a, c]
+                cb += place[b, r, c] * centre[b, c]
+            d2 += (ca - cb) * (ca - cb)
+        if np.sqrt(d2) - radius[a] - radius[b] <= limit:
+            out[count] = k
+            count += 1
+    return count
+
+
+class CollisionModel:
+    """
+    Collision shapes and checked pairs of one robot, and a scene (module docstring).
+
+    Parameters
+    ----------
+    model:
+        A :class:`~ik_control.kinematics.robot_model.RobotModel` built from a URDF.
+    srdf:
+        SRDF XML text whose ``<disable_collisions>`` pairs are not checked, or None.
+    package_dirs:
+        Extra folders for ``package://`` meshes (before :func:`default_package_dirs`).
+    convex:
+        Measure meshes as their convex hulls (default) instead of the triangle meshes.
+
+    """
+
+    def __init__(self, model, srdf=None, package_dirs=(), convex=True):
+        xml = getattr(model, 'urdf_xml', None)
+        if xml is None:
+            raise ModelError('a collision model needs a robot model built from a URDF')
+        self.model = model
+        pm = model.pin_model
+        try:
+            gm = pin.buildGeomFromUrdfString(pm, xml, pin.GeometryType.COLLISION,
+                                             package_dirs=default_package_dirs(package_dirs))
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise ModelError(f"the URDF's collision shapes cannot be loaded: "
+                             f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
+        self.geometry_model = gm
+        objects = list(gm.geometryObjects)
+        self.robot_count = len(objects)
+        self.names = [g.name for g in objects]
+        self.links = [pm.frames[g.parentFrame].name for g in objects]
+        self.geometries = [convex_hull(g.geometry) if convex else g.geometry for g in objects]
+        joint = np.array([g.parentJoint - 1 for g in objects], dtype=np.int64)
+        local = np.array([g.placement.homogeneous for g in objects]).reshape(-1, 4, 4)
+        for g in np.flatnonzero(joint < 0):
+            local[g] = model.base_inv @ local[g]
+        spheres = [bounding_sphere(g) for g in self.geometries]
+        self._robot = (joint, local, np.array([s[0] for s in spheres]).reshape(-1, 3),
+                       np.array([s[1] for s in spheres]))
+        ancestors = model._joint_ancestors
+        controlled = model.ctrl_index >= 0
+        self._dofs = [ancestors[j + 1] & controlled for j in joint]  # controlled joints above
+        self.moving = np.array([d.any() for d in self._dofs], dtype=bool)
+        self.adjacent = adjacent_links(xml)
+        self.disabled = set()
+        if srdf is not None:
+            self.set_disabled(disabled_pairs_from_srdf(srdf))
+        else:
+            self.set_disabled(set())
+        self.scene = []
+        self.set_scene(())
+        self._request = coal.DistanceRequest()
+        self._result = coal.DistanceResult()
+
+    # ------------------------------------------------------------------ pairs
+    def relevant_self_pairs(self):
+        """Robot shape pairs a controlled joint moves relative to each other, links not adjacent."""
+        pairs = []
+        for a in range(self.robot_count):
+            for b in range(a + 1, self.robot_count):
+                if not (self._dofs[a] ^ self._dofs[b]).any():
+                    continue  # one rigid body: the distance never changes
+                if frozenset((self.links[a], self.links[b])) in self.adjacent:
+                    continue
+                pairs.append((a, b))
+        return pairs
+
+    def set_disabled(self, disabled):
+        """Check every relevant self pair except those whose links ``disabled`` holds."""
+        names = set(self.links)
+        unknown = sorted({link for pair in disabled for link in pair} - names)
+        if unknown:
+            raise InputError(f'SRDF disables pairs of links the URDF has no collision shapes '
+                             f'on: {unknown[:5]}')
+        self.disabled = set(disabled)
+        self.self_pairs = np.array(
+            [p for p in self.relevant_self_pairs()
+             if frozenset((self.links[p[0]], self.links[p[1]])) not in self.disabled],
+            dtype=np.int64).reshape(-1, 2)
+        if hasattr(self, 'scene'):
+            self.set_scene(self.scene)
+
+    def set_scene(self, shapes):
+        """
+        Replace the scene obstacles: ``(shape, pose, scale)`` each, as markers give them.
+
+        ``shape`` 'sphere', 'box' or 'cylinder', ``pose`` 4x4 in the base frame, ``scale``
+        the Marker's sizes [m] (:func:`~ik_control.collision.shapes.scene_geometry`).
+        """
+        self.scene = [(s, np.array(p, dtype=float), tuple(float(v) for v in c))
+                      for s, p, c in shapes]
+        geoms = [scene_geometry(s, c) for s, _, c in self.scene]
+        joint, local, centre, radius = self._robot
+        n = self.robot_count
+        self._geoms = self.geometries + geoms
+        self._pair_names = self.links + [f'obstacle {i}' for i in range(len(geoms))]
+        self._joint = np.concatenate([joint, np.full(len(geoms), -1, dtype=np.int64)])
+        self._local = np.concatenate([local] + [p[None] for _, p, _ in self.scene])
+        spheres = [bounding_sphere(g) for g in geoms]
+        self._centre = np.concatenate([centre] + [s[0][None] for s in spheres])
+        self._radius = np.concatenate([radius, [s[1] for s in spheres]])
+        scene_pairs = [(a, n + o) for a in np.flatnonzero(self.moving) for o in range(len(geoms))]
+        self.pairs = np.concatenate([self.self_pairs,
+                                     np.array(scene_pairs, dtype=np.int64).reshape(-1, 2)])
+        P, G = len(self.pairs), len(self._geoms)
+        self._place = np.zeros((G, 4, 4))
+        self._candidates = np.zeros(P, dtype=np.int64)
+        self._transforms = [coal.Transform3s() for _ in range(G)]
+        self.distance = np.zeros(P)          # per candidate row, see near_pairs
+        self.point_a = np.zeros((P, 3))
+        self.point_b = np.zeros((P, 3))
+        self.normal = np.zeros((P, 3))
+        self.pair_index = np.zeros(P, dtype=np.int64)
+        self._pair_list = [tuple(p) for p in self.pairs.tolist()]
+        self._out_d = [0.0] * P   # Python lists: a float or 3 floats stored per pair cost
+        self._out_a = [None] * P  # less than a write into a numpy row
+        self._out_b = [None] * P
+        self._out_n = [None] * P
+
+    def pair_name(self, k):
+        """Readable name of pair ``k`` (a row of :attr:`pairs`): the two links or obstacle."""
+        a, b = self.pairs[k]
+        return f"'{self._pair_names[a]}' and '{self._pair_names[b]}'"
+
+    def shape_joint(self, g):
+        """Tree joint that shape ``g`` is fixed to (-1: the base, or a scene obstacle)."""
+        return int(self._joint[g])
+
+    # ------------------------------------------------------------------ distances
+    def near_pairs(self, joint_T, within):
+        """
+        Measure every checked pair whose shapes may be within ``within`` [m]; return the count.
+
+        ``joint_T`` are the tree joints' placements in the base frame (a
+        ``KinematicsWorkspace``'s). Rows ``0..count-1`` of :attr:`pair_index`,
+        :attr:`distance`, :attr:`point_a`, :attr:`point_b`, :attr:`normal` hold the
+        measured pairs (module docstring), some of them maybe farther than ``within``.
+        """
+        count = _screen(joint_T, self._joint, self._local, self._centre, self._radius,
+                        self.pairs, float(within), self._place, self._candidates)
+        if count == 0:
+            return 0
+        place, tf, geoms, pair_list = self._place, self._transforms, self._geoms, self._pair_list
+        req, res = self._request, self._result
+        candidates = self._candidates[:count].tolist()
+        for g in np.unique(self.pairs[self._candidates[:count]]).tolist():
+            tf[g].setRotation(place[g, :3, :3])
+            tf[g].setTranslation(place[g, :3, 3])
+        out_d, out_a, out_b, out_n = self._out_d, self._out_a, self._out_b, self._out_n
+        for row, k in enumerate(candidates):
+            a, b = pair_list[k]
+            res.clear()
+            out_d[row] = coal.distance(geoms[a], tf[a], geoms[b], tf[b], req, res)
+            out_a[row] = res.getNearestPoint1()
+            out_b[row] = res.getNearestPoint2()
+            out_n[row] = res.normal
+        self.distance[:count] = out_d[:count]
+        self.point_a[:count] = out_a[:count]
+        self.point_b[:count] = out_b[:count]
+        self.normal[:count] = out_n[:count]
+        self.pair_index[:count] = self._candidates[:count]
+        return count
+
+    def distances(self, q, within=np.inf):
+        """
+        Return ``(pair rows, distances)`` [m] of the checked pairs within ``within`` at ``q``.
+
+        A convenience for checks off the tick (trajectories, tests): forward kinematics of
+        its own workspace.
+        """
+        ws = getattr(self, '_ws', None)
+        if ws is None:
+            ws = self._ws = self.model.workspace()
+        ws.update(np.asarray(q, dtype=float), jacobian=False)
+        n = self.near_pairs(ws.joint_T, within)
+        keep = self.distance[:n] <= within
+        return self.pair_index[:n][keep].copy(), self.distance[:n][keep].copy()
+
+    def closest(self, q):
+        """Return ``(distance [m], pair name)`` of the closest checked pair at ``q``."""
+        rows, d = self.distances(q)
+        if d.size == 0:
+            return np.inf, ''
+        i = int(np.argmin(d))
+        return float(d[i]), self.pair_name(rows[i])
