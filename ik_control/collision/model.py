@@ -86,7 +86,7 @@ def adjacent_links(urdf_xml):
     """Link pairs joined by a URDF joint (any type), as a set of frozensets."""
     root = ET.fromstring(urdf_xml)
     pairs = set()
-    for joint in root.iter('joint'):
+    for joint in root.findall('joint'):
         parent, child = joint.find('parent'), joint.find('child')
         if parent is not None and child is not None:
             pairs.add(frozenset((parent.get('link'), child.get('link'))))
@@ -255,10 +255,6 @@ class CollisionModel:
         self.normal = np.zeros((P, 3))
         self.pair_index = np.zeros(P, dtype=np.int64)
         self._pair_list = [tuple(p) for p in self.pairs.tolist()]
-        self._out_d = [0.0] * P   # Python lists: a float or 3 floats stored per pair cost
-        self._out_a = [None] * P  # less than a write into a numpy row
-        self._out_b = [None] * P
-        self._out_n = [None] * P
 
     def pair_name(self, k):
         """Readable name of pair ``k`` (a row of :attr:`pairs`): the two links or obstacle."""
@@ -289,18 +285,15 @@ class CollisionModel:
         for g in np.unique(self.pairs[self._candidates[:count]]).tolist():
             tf[g].setRotation(place[g, :3, :3])
             tf[g].setTranslation(place[g, :3, 3])
-        out_d, out_a, out_b, out_n = self._out_d, self._out_a, self._out_b, self._out_n
+        out_d, point_a, point_b, normal = self.distance, self.point_a, self.point_b, self.normal
         for row, k in enumerate(candidates):
             a, b = pair_list[k]
             res.clear()
             out_d[row] = coal.distance(geoms[a], tf[a], geoms[b], tf[b], req, res)
-            out_a[row] = res.getNearestPoint1()
-            out_b[row] = res.getNearestPoint2()
-            out_n[row] = res.normal
-        self.distance[:count] = out_d[:count]
-        self.point_a[:count] = out_a[:count]
-        self.point_b[:count] = out_b[:count]
-        self.normal[:count] = out_n[:count]
+            # copied now: the result's arrays are views of its own storage, reused next pair
+            point_a[row] = res.getNearestPoint1()
+            point_b[row] = res.getNearestPoint2()
+            normal[row] = res.normal
         self.pair_index[:count] = self._candidates[:count]
         return count
 

@@ -2,18 +2,23 @@
 The collision stage of the tick: a velocity damper that no commanded motion may break.
 
 For every checked pair (:class:`~ik_control.collision.model.CollisionModel`: the robot's
-own links, and its links against the scene) nearer than ``influence`` [m], with signed
+own links, and its links against the scene) that this tick's motion could bring within
+reach -- nearer than ``influence`` [m], or than ``security`` plus the most any point can
+travel over the tick and its braking tail (``sum_j r_j (|v_j| h + (|v_j| + a_j h)^2 /
+(2 a_j))``, ``r_j`` the largest lever arm of joint ``j`` over the shapes it moves) -- with
+signed
 distance ``d``, witness points ``p_a``, ``p_b`` and unit normal ``n`` from ``a`` to ``b``,
 the rate of the distance is linear in the joint velocity ``v``::
 
     d_dot = n^T (Jp_b(p_b) - Jp_a(p_a)) v = c^T v      (Jp: position Jacobian of a point)
 
-and the stage bounds it by two rows, solved as hard inequalities:
+and the stage bounds it by two rows:
 
-1. the velocity damper of Faverjon & Tournassoud (1987): ``-c^T v <= xi (d - d_s)``,
-   ``xi`` = ``gain`` [1/s], ``d_s`` = ``security`` [m]: the pair approaches at most at a
-   speed proportional to the room left, so ``d`` decays towards ``d_s`` and never
-   crosses it in continuous time;
+1. the velocity damper of Faverjon & Tournassoud (1987), for pairs within ``influence``:
+   ``-c^T v <= xi (d - d_s)``, ``xi`` = ``gain`` [1/s], ``d_s`` = ``security`` [m]: the
+   pair approaches at most at a speed proportional to the room left, so ``d`` decays
+   towards ``d_s`` (a soft row: a pair that enters the influence distance faster than the
+   acceleration limits can slow it to the damper's speed is slowed as fast as they allow);
 2. the braking bound: the tick's segment (trapezoidal, ``(v_prev + v) h / 2``) and the
    braking tail that every command window ends with (joint ``j`` stops after
    ``v_j |v_j| / (2 a_j)``) may not bring the pair below ``d_s``::
@@ -23,7 +28,11 @@ and the stage bounds it by two rows, solved as hard inequalities:
 
    (``|v_j| <= |v_prev_j| + a_j h`` under the acceleration limit: ``k_j`` bounds the
    tail's coefficient from above, so the row holds for the window *and* its tail even if
-   the stream stops after this tick).
+   the stream stops after this tick). A hard row: if the last tick's command met it,
+   braking on (``v`` one step closer to rest) meets it again, so it stays feasible.
+
+Both use ``max(d - d_s, 0)``: a pair found inside the security distance may not come
+nearer, and is not pushed apart by a robot at rest.
 
 The stage changes the desired velocity ``v_des`` only when it breaks a row: then
 
@@ -50,10 +59,37 @@ __all__ = ['CollisionStage', 'NEAR', 'LIMITED', 'HALTED']
 NEAR = 1        # a pair within the influence distance
 LIMITED = 2     # the stage changed the desired velocity
 HALTED = 4      # the motion stopped for a pair: no solution, or the desired one zeroed
-MAX_ROWS = 24   # nearest pairs constrained at once
+MAX_ROWS = 24   # pairs constrained at once (those with the least room)
+MAX_CANDIDATES = 64  # pairs whose rows are built without allocating
 TASK_REGULARIZATION = 1e-3  # mu of the objective (module docstring)
 _INF = 1e30
 _REVOLUTE = kernels.JOINT_REVOLUTE
+SOFT = 8        # DAQP's sense of a soft constraint
+
+
+def lever_arms(model, cm):
+    """
+    ``r_j`` [m per rad; 1 for a prismatic joint]: how far any shape point joint ``j`` moves
+    can be from its axis -- along the chain down to the shape, the joint-to-joint offsets
+    plus the shape's bounding sphere (the planner's segment bound, planning/collision.py).
+    """
+    pm = model.pin_model
+    reach = np.zeros(pm.njoints)
+    for g in range(cm.robot_count):
+        j = cm.shape_joint(g) + 1
+        local = cm._local[g]
+        r = np.linalg.norm(local[:3, :3] @ cm._centre[g] + local[:3, 3]) + cm._radius[g]
+        while j > 0:
+            reach[j] = max(reach[j], r)
+            r += np.linalg.norm(pm.jointPlacements[j].translation)
+            j = pm.parents[j]
+    lever = np.zeros(model.nq)
+    for t in range(pm.njoints - 1):
+        c = model.ctrl_index[t]
+        if c >= 0:
+            r = reach[t + 1] if model.kind[t] == _REVOLUTE else 1.0
+            lever[c] += abs(model.multiplier[t]) * r
+    return lever
 
 
 @njit(cache=True, nogil=True)
@@ -114,7 +150,7 @@ class CollisionStage:
         self.model, self.cm = model, collision_model
         self.security, self.influence, self.gain = security, influence, gain
         n = model.nq
-        self._c = np.zeros((MAX_ROWS, n))
+        self._c = np.zeros((MAX_CANDIDATES, n))
         self._lo = np.zeros(n)
         self._hi = np.zeros(n)
         self._sense = np.zeros(n + 2 * MAX_ROWS, dtype=np.int32)
@@ -122,6 +158,7 @@ class CollisionStage:
         self._closest_row = -1
         self.rows = 0
         m = model
+        self.lever = lever_arms(model, collision_model)
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
                         m.ctrl_index.astype(np.int64), m._joint_ancestors)
         self._shape_joint = np.array([collision_model.shape_joint(g)
@@ -155,34 +192,51 @@ class CollisionStage:
         :data:`NEAR`, :data:`LIMITED`, :data:`HALTED`.
         """
         cm = self.cm
-        count = cm.near_pairs(joint_T, self.influence)
+        speed = np.abs(v_prev) + a_max * h
+        reach = self.security + float(self.lever @ (np.abs(v_prev) * h
+                                                    + speed * speed / (2.0 * a_max)))
+        within = max(self.influence, reach)
+        count = cm.near_pairs(joint_T, within)
         self.rows = 0
         if count == 0:
             self.closest_distance, self._closest_row = np.inf, -1
             return 0
         d = cm.distance[:count]
-        near = np.flatnonzero(d < self.influence)
+        near = np.flatnonzero(d < within)
         if near.size == 0:
             self.closest_distance, self._closest_row = np.inf, -1
             return 0
-        if near.size > MAX_ROWS:
-            near = near[np.argsort(d[near])[:MAX_ROWS]]
         i = near[np.argmin(d[near])]
         self.closest_distance = float(d[i])
         self._closest_row = int(cm.pair_index[i])
+        flag = NEAR if self.closest_distance < self.influence else 0
         m = near.size
-        self.rows = m
+        c = self._c[:m] if m <= MAX_CANDIDATES else np.zeros((m, q.size))
         pairs = cm.pairs[cm.pair_index[near]]
-        c = self._c[:m]
         approach_rows(joint_T, *self._tables, self._shape_joint[pairs[:, 0]],
                       self._shape_joint[pairs[:, 1]], cm.point_a[near], cm.point_b[near],
                       cm.normal[near], c)
-        room = d[near] - self.security
-        k = 0.5 * h + (np.abs(v_prev) + a_max * h) / (2.0 * a_max)
+        dist = d[near]
+        room = np.maximum(dist - self.security, 0.0)
+        k = 0.5 * h + speed / (2.0 * a_max)
         A = np.vstack([-c, -c * k])
-        bound = np.concatenate([self.gain * room, room + (c @ v_prev) * (0.5 * h)])
+        damped = dist < self.influence
+        bound = np.concatenate([np.where(damped, self.gain * room, _INF),
+                                room + (c @ v_prev) * (0.5 * h)])
         if np.all(A @ v_des <= bound):
-            return NEAR
+            self.rows = 0
+            return flag
+        lo, hi = self._box(q, v_prev, v_max, a_max, lower, upper, margin, h)
+        # rows no velocity of this tick's box can break are left out of the QP; of the
+        # others, the MAX_ROWS pairs with the least room
+        worst = np.maximum(A * lo, A * hi).sum(axis=1)
+        live = np.flatnonzero((worst > bound).reshape(2, m).any(axis=0))
+        if live.size > MAX_ROWS:
+            live = live[np.argsort(dist[live])[:MAX_ROWS]]
+        m = live.size
+        self.rows = m
+        A = np.vstack([-c[live], -(c[live] * k)])
+        bound = np.concatenate([bound[live], bound[live + near.size]])
         lo, hi = self._box(q, v_prev, v_max, a_max, lower, upper, margin, h)
         n = q.size
         if J is None:
@@ -192,13 +246,15 @@ class CollisionStage:
         f = -(H @ v_des)
         upper_b = np.concatenate([hi, bound])
         lower_b = np.concatenate([lo, np.full(2 * m, -_INF)])
-        x, _, exitflag, _ = daqp.solve(H, f, A, upper_b, lower_b, self._sense[:n + 2 * m])
+        sense = self._sense[:n + 2 * m]
+        sense[n:n + m] = SOFT
+        x, _, exitflag, _ = daqp.solve(H, f, A, upper_b, lower_b, sense)
         if exitflag < 1:  # no velocity within the limits keeps every pair: brake
             np.clip(np.zeros(n), lo, hi, out=v_des)
-            return NEAR | LIMITED | HALTED
+            return flag | LIMITED | HALTED
         halted = np.linalg.norm(x) < 0.01 * np.linalg.norm(v_des)
         v_des[:] = x
-        return NEAR | LIMITED | (HALTED if halted else 0)
+        return flag | LIMITED | (HALTED if halted else 0)
 
     def _box(self, q, v_prev, v_max, a_max, lower, upper, margin, h):
         """Velocity, acceleration and position-braking bounds of this tick (module doc)."""

@@ -26,7 +26,7 @@ import numpy as np
 __all__ = ['GoalReferee']
 
 #: A joint-space approach that the collision stage bounds this many ``unreachable_time``
-#: in a row is given up (the goal then stalls again, or is unreachable for COLLISION)
+#: in a row is blocked: its goals are unreachable for COLLISION
 APPROACH_BLOCKED = 2.0
 
 
@@ -180,10 +180,9 @@ class GoalReferee:
         fallback = self.fallback
         if (self.blocked_since is not None
                 and now - self.blocked_since > APPROACH_BLOCKED * self.unreachable_time):
-            self.end_fallback(np.flatnonzero(fallback.serving)[0])
-            self.goals.restart_progress(slice(None), now)
-            self.events.post('fallback_blocked', 'warn', 'joint-space approach blocked: '
-                             f'{self.collision_reason()}; Cartesian tracking from here')
+            # the straight joint-space path to the IK's configuration runs into a pair
+            self.park(fallback.serving.copy(), f'{self.collision_reason()}; the joint-space '
+                      "approach to the position IK's solution is blocked")
             return
         if fallback.approach_done(q_cmd):
             self.end_fallback(np.flatnonzero(fallback.serving)[0])

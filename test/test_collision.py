@@ -1,0 +1,276 @@
+"""
+The collision model and the collision stage of the tick, without ROS (issue #30).
+
+Contact is judged by :class:`collision_judge.ContactJudge` (pinocchio's own distances on
+every non-adjacent pair, no SRDF, no broad phase), not by the package's checker; each
+closed-loop test has its negative control (the stage off must show contact).
+"""
+
+import os
+
+import coal
+from collision_judge import ContactJudge
+from hypothesis import given, settings, strategies as st
+from ik_control import robots
+from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
+from ik_control.bench.reach import controller_config
+from ik_control.cli import main as cli_main
+from ik_control.collision import acm
+from ik_control.collision.model import CollisionModel, disabled_pairs_from_srdf
+from ik_control.control import limits
+from ik_control.control.collision_stage import CollisionStage
+from ik_control.control.controller import ResolvedRateController
+from ik_control.kinematics import RobotModel
+from ik_control.validation import InputError
+import numpy as np
+import pytest
+
+SECURITY = 0.01  # the shipped collision.security_distance [m]
+
+
+def _controller(name, enabled=True, srdf=True):
+    config = controller_config(name)
+    config.collision_enabled = enabled
+    if not srdf:
+        config.collision_srdf = ''
+    return ResolvedRateController(robots.robot(name), config)
+
+
+# ---------------------------------------------------------------------- the model
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), name=st.sampled_from(['simon', 'wam']))
+def test_near_pairs_are_exactly_pinocchios_pairs_within_the_distance(seed, name):
+    """The broad phase drops no pair within the asked distance; distances are coal's."""
+    model = robots.robot(name)
+    cm = CollisionModel(model)
+    q = model.random_configurations(1, np.random.default_rng(seed))[0]
+    within = 0.05
+    rows, d = cm.distances(q, within=within)
+    found = {tuple(cm.names[g] for g in cm.pairs[k]): dist for k, dist in zip(rows, d)}
+    judge = ContactJudge(model, q)  # its start contacts are kept here: all pairs measured
+    exact = dict(zip(judge.names, judge.distances(q)))
+    checked = {tuple(cm.names[g] for g in p) for p in cm.pairs}
+    expected = {pair: dist for pair, dist in exact.items() if pair in checked and dist <= within}
+    assert set(found) == set(expected)
+    for pair, dist in expected.items():
+        assert found[pair] == pytest.approx(dist, abs=1e-6)
+
+
+def test_srdf_pairs_are_not_checked_and_a_bad_srdf_is_one_clear_error():
+    model = robots.robot('simon')
+    with open(robots.data_path('config', 'simon.srdf'), encoding='utf-8') as f:
+        text = f.read()
+    disabled = disabled_pairs_from_srdf(text)
+    cm = CollisionModel(model, srdf=text)
+    for a, b in cm.self_pairs:
+        assert frozenset((cm.links[a], cm.links[b])) not in disabled
+    assert len(cm.self_pairs) < len(CollisionModel(model).self_pairs)
+    with pytest.raises(InputError, match='does not parse'):
+        disabled_pairs_from_srdf('<robot><disable_collisions link1="a"')
+    with pytest.raises(InputError, match='no collision shapes'):
+        CollisionModel(model, srdf='<robot><disable_collisions link1="a" link2="b"/></robot>')
+
+
+def test_collision_matrix_of_an_arm_the_package_never_saw(tmp_path):
+    """`ik_control collision-matrix` on the Panda (STL meshes, package:// paths)."""
+    urdf = example_robot_urdf(EXAMPLE_ARMS['panda'][0])
+    out = tmp_path / 'panda.srdf'
+    assert cli_main(['collision-matrix', urdf, '-o', str(out), '--samples', '100']) == 0
+    text = out.read_text()
+    disabled = disabled_pairs_from_srdf(text)
+    model = RobotModel.from_urdf(urdf)
+    cm = CollisionModel(model, srdf=text)
+    assert cm.robot_count > 0 and len(cm.self_pairs) > 0
+    # every joint's parent and child link with shapes is an Adjacent entry
+    for pair in cm.adjacent:
+        if len(pair) == 2 and pair <= set(cm.links):
+            assert pair in disabled
+    # Default: exactly the pairs in contact at the default pose (0 clipped into the limits)
+    q0 = acm.default_pose(model)
+    plain = CollisionModel(model)
+    rows, _ = plain.distances(q0, within=0.0)
+    touching = {frozenset((plain.links[a], plain.links[b])) for a, b in plain.pairs[rows]}
+    defaults = {frozenset(p[:2]) for p in _srdf_rows(text) if p[2] == 'Default'}
+    assert defaults == touching and touching  # the Panda's hand touches its link 5 there
+    # the meshes are measured: a Panda folded onto itself is in contact somewhere
+    assert np.isfinite(cm.closest(model.center)[0])
+
+
+def _srdf_rows(text):
+    import xml.etree.ElementTree as ET
+    return [(e.get('link1'), e.get('link2'), e.get('reason'))
+            for e in ET.fromstring(text).iter('disable_collisions')]
+
+
+def test_the_shipped_srdfs_are_what_the_command_writes():
+    for name in ('wam', 'simon'):
+        model = robots.robot(name)
+        result = acm.compute(model, samples=1000, pose=robots.SETUPS[name].ready)
+        with open(robots.data_path('config', f'{name}.srdf'), encoding='utf-8') as f:
+            shipped = _srdf_rows(f.read())
+        assert sorted(shipped) == sorted(result.disabled)
+
+
+# ---------------------------------------------------------------------- the stage
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_no_desired_velocity_brings_a_pair_below_the_security_distance(seed):
+    """
+    Random desired velocities, tick after tick, through the stage and the limiter.
+
+    At every tick the committed segment and its braking tail (the window the robot follows
+    if the stream stops there) keep every pair at least half the security distance apart,
+    and the velocities and accelerations within their limits.
+    """
+    rng = np.random.default_rng(seed)
+    model = robots.robot('simon')
+    with open(robots.data_path('config', 'simon.srdf'), encoding='utf-8') as f:
+        cm = CollisionModel(model, srdf=f.read())
+    stage = CollisionStage(model, cm, security=SECURITY, influence=0.05, gain=10.0)
+    judge = ContactJudge(model, np.array(robots.SETUPS['simon'].ready))
+    h, a, margin = 0.002, np.full(model.nq, 5.0), 0.02
+    v_max = model.velocity_limit.copy()
+    q = np.array(robots.SETUPS['simon'].ready)
+    v = np.zeros(model.nq)
+    ws = model.workspace()
+    v_out, q_next = np.zeros(model.nq), np.zeros(model.nq)
+    toward = rng.uniform(model.lower, model.upper)  # a random, often colliding, posture
+    worst = np.inf
+    for tick in range(400):
+        if tick % 50 == 0:
+            toward = rng.uniform(model.lower, model.upper)
+        v_des = np.clip(3.0 * (toward - q), -v_max, v_max)
+        ws.update(q, jacobian=False)
+        stage.constrain(ws.joint_T, None, q, v, v_des, v_max, a, model.lower, model.upper,
+                        margin, h)
+        limits.limit_velocity(q, v, v_des, model.lower, model.upper, margin, v_max, a, h,
+                              v_out)
+        assert np.all(np.abs(v_out) <= v_max * (1 + 1e-9))
+        assert np.all(np.abs(v_out - v) <= a * h * (1 + 1e-9))
+        limits.integrate(q, v, v_out, h, q_next)
+        q, v = q_next.copy(), v_out.copy()
+        if tick % 10 == 0:  # the braking tail from here: each joint stops at a
+            for s in np.linspace(0.0, 1.0, 6):
+                t = s * np.abs(v) / a
+                worst = min(worst, judge.closest(q + v * t - 0.5 * np.sign(v) * a * t * t)[0])
+        else:
+            worst = min(worst, judge.closest(q)[0])
+    assert worst >= 0.5 * SECURITY, worst
+
+
+def _crossing_goals(model):
+    """SIMON: each hand beyond the body's midline in front of the chest, and hands together."""
+    T0 = model.frame_placements(np.array(robots.SETUPS['simon'].ready))
+    goals = []
+    for y in (0.05, 0.12):
+        right, left = T0[0].copy(), T0[1].copy()
+        right[1, 3], left[1, 3] = y, -y
+        goals.append((right, left))
+    right, left = T0[0].copy(), T0[1].copy()
+    right[:3, 3] = left[:3, 3] = [0.35, 0.0, 1.0]
+    goals.append((right, left))
+    return goals
+
+
+def _drive(controller, goals, judge, seconds=8.0):
+    """Perfect robot: return (closest distance [m], outcomes per goal)."""
+    model, dt = controller.model, controller.dt
+    q = np.array(robots.SETUPS[model.name].ready, dtype=float)
+    now, worst, outcomes = 0.0, np.inf, []
+    for targets in goals:
+        for ee, T in zip(model.end_effector_names, targets):
+            controller.set_target_matrix(ee, T)
+        end = now + seconds
+        while now < end:
+            controller.set_joint_state(model.joint_names, q, now)
+            command = controller.update(now)
+            if command is not None:
+                q = command.at(dt)[0]
+            worst = min(worst, judge.closest(q)[0])
+            now += dt
+            if controller.goal_reached.all() or controller.parked.any():
+                break
+        outcomes.append(('reached' if controller.goal_reached.all() else
+                         '; '.join(r for r in controller.unreachable_reason if r) or 'timeout'))
+    return worst, outcomes
+
+
+def test_simon_crossing_hands_never_touch_and_every_goal_ends():
+    controller = _controller('simon')
+    judge = ContactJudge(controller.model, np.array(robots.SETUPS['simon'].ready))
+    worst, outcomes = _drive(controller, _crossing_goals(controller.model), judge)
+    assert worst >= 0.5 * SECURITY, worst
+    for outcome in outcomes:
+        assert outcome == 'reached' or outcome.startswith('COLLISION'), outcome
+    assert any(o.startswith('COLLISION') for o in outcomes)
+
+
+def test_negative_control_crossing_hands_touch_with_the_stage_off():
+    controller = _controller('simon', enabled=False)
+    judge = ContactJudge(controller.model, np.array(robots.SETUPS['simon'].ready))
+    worst, _ = _drive(controller, _crossing_goals(controller.model), judge)
+    assert worst < 0.0  # the judge sees the contact the stage prevents
+
+
+BOX = (0.12, 0.12, 0.12)
+
+
+def _wam_box_case(enabled):
+    """The WAM's hand, a box halfway on the straight line to its goal."""
+    controller = _controller('wam', enabled=enabled)
+    model = controller.model
+    T0 = model.frame_placements(np.array(robots.SETUPS['wam'].ready))[0]
+    goal = T0.copy()
+    goal[1, 3] += 0.4
+    pose = np.eye(4)
+    pose[:3, 3] = 0.5 * (T0[:3, 3] + goal[:3, 3])
+    controller.set_obstacle_shapes([('box', pose, BOX)])
+    judge = ContactJudge(model, np.array(robots.SETUPS['wam'].ready),
+                         obstacles=[(coal.Box(*BOX), pose)])
+    return _drive(controller, [(goal,)], judge, seconds=10.0)
+
+
+def test_wam_never_enters_a_box_between_hand_and_goal():
+    worst, outcomes = _wam_box_case(True)
+    assert worst >= 0.5 * SECURITY, worst
+    assert outcomes[0] == 'reached' or outcomes[0].startswith('COLLISION'), outcomes
+
+
+def test_negative_control_the_wam_goes_through_the_box_with_the_stage_off():
+    worst, outcomes = _wam_box_case(False)
+    assert worst < 0.0
+
+
+def test_a_joint_trajectory_through_the_torso_is_refused_with_the_pair_and_time():
+    controller = _controller('simon')
+    model = controller.model
+    q0 = np.array(robots.SETUPS['simon'].ready)
+    controller.set_joint_state(model.joint_names, q0, 0.0)
+    controller.update(0.0)
+    judge = ContactJudge(model, q0)
+    q1 = q0.copy()
+    q1[model.joint_names.index('right_shoulder_z')] = model.upper[
+        model.joint_names.index('right_shoulder_z')]
+    q1[model.joint_names.index('right_elbow_x')] = 2.0
+    path = np.linspace(q0, q1, 11)
+    assert min(judge.closest(q)[0] for q in path) < SECURITY  # the plan does touch
+    with pytest.raises(InputError, match=r'refused: at \d+\.\d+ s it brings .* mm apart'):
+        controller.set_joint_trajectory(model.joint_names, np.linspace(0.0, 2.0, 11), path,
+                                        None, 0.0)
+    assert controller.joint_goal is None
+    # the same plan, collision off, is accepted
+    controller.configure(controller.config.__class__(
+        **{**controller.config.__dict__, 'collision_enabled': False}))
+    controller.set_joint_trajectory(model.joint_names, np.linspace(0.0, 2.0, 11), path, None,
+                                    0.0)
+    assert controller.joint_goal is not None
+
+
+def test_without_an_srdf_the_start_contacts_are_allowed_and_said_once():
+    controller = _controller('simon', srdf=False)
+    q0 = np.array(robots.SETUPS['simon'].ready)
+    controller.set_joint_state(controller.model.joint_names, q0, 0.0)
+    controller.update(0.0)
+    said = [e for e in controller.drain_events() if e.kind == 'collision_allowed']
+    assert len(said) == 1 and 'palm' in said[0].message
+    assert os.path.basename(robots.data_path('config', 'simon.srdf')) == 'simon.srdf'
