@@ -130,12 +130,14 @@ class Bringup:
                                f'{ {ee: self.goal[ee].last for ee in ees} }')
 
     def set_parameter(self, name, value):
-        """Set an ik_controller parameter (int, float or str) as ros2 param set does."""
+        """Set an ik_controller parameter (bool, int, float or str) as ros2 param set does."""
         client = self.ctx.node.create_client(
             SetParameters, f'{self.ns}/ik_controller/set_parameters')
         assert client.wait_for_service(timeout_sec=10.0)
         p = ParameterMsg(name=name)
-        if isinstance(value, int):
+        if isinstance(value, bool):
+            p.value.type, p.value.bool_value = ParameterType.PARAMETER_BOOL, value
+        elif isinstance(value, int):
             p.value.type, p.value.integer_value = ParameterType.PARAMETER_INTEGER, value
         elif isinstance(value, float):
             p.value.type, p.value.double_value = ParameterType.PARAMETER_DOUBLE, value

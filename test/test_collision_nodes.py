@@ -1,0 +1,107 @@
+"""
+Over real DDS, judged from the robot's own joint_states: no contact, whatever the goal (#30).
+
+sim_robot + ik_controller with the shipped SRDFs. Every joint_states sample is judged by
+:class:`collision_judge.ContactJudge` (pinocchio + coal on the URDF's shapes, every
+non-adjacent pair, no SRDF): no sample in contact and no pair below half the security
+distance, and every goal ends reached or unreachable for ``COLLISION`` within a bounded
+time. The negative control switches ``collision.enabled`` off in the same rig and must
+find contact with the same goals.
+"""
+
+import coal
+from collision_judge import ContactJudge
+from ik_control import robots
+import numpy as np
+from test_collision import _crossing_goals, BOX, SECURITY
+from test_ik_controller_node import _sphere, _value, Bringup, STARTUP
+from visualization_msgs.msg import Marker, MarkerArray
+
+GOAL_TIME = 15.0  # each goal ends (reached or unreachable) within this [s]
+
+
+def _judge_since(bringup, judge, since):
+    """Closest distance [m] over every joint_states sample since index ``since``."""
+    index = [list(bringup.states.messages[0].name).index(n)
+             for n in bringup.model.joint_names]
+    worst = np.inf
+    for msg in bringup.states.messages[since:]:
+        worst = min(worst, judge.closest(np.array(msg.position)[index])[0])
+    return worst
+
+
+def _outcome(bringup):
+    """Wait until every effector's goal is reached or unreachable; return their words."""
+    names = bringup.model.end_effector_names
+
+    def ended(s):
+        return all(_value(s, f'{ee}.goal_reached') == 'True'
+                   or _value(s, f'{ee}.unreachable_because') for ee in names)
+    status = bringup.diagnostic(ended, timeout=GOAL_TIME)
+    return [('reached' if _value(status, f'{ee}.goal_reached') == 'True'
+             else _value(status, f'{ee}.unreachable_because')) for ee in names]
+
+
+def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does():
+    bringup = Bringup('simon', 1000.0, ns='/simon_collision', extra=[
+        '-p', 'collision.srdf_path:=config/simon.srdf', '-p', 'diagnostics_rate:=20.0'])
+    try:
+        model = bringup.model
+        judge = ContactJudge(model, np.array(robots.SETUPS['simon'].ready))
+        since = len(bringup.states.messages)
+        outcomes = []
+        for targets in _crossing_goals(model):
+            for ee, T in zip(model.end_effector_names, targets):
+                bringup.send_pose(ee, T)
+            bringup.ctx.spin_for(0.3)  # the goal's acceptance clears the last outcome
+            outcomes.append(_outcome(bringup))
+        worst = _judge_since(bringup, judge, since)
+        assert worst >= 0.5 * SECURITY, (worst, outcomes)
+        for words in outcomes:
+            for w in words:
+                assert w == 'reached' or w.startswith('COLLISION'), outcomes
+        assert any(w.startswith('COLLISION') for words in outcomes for w in words)
+        # negative control: the same rig, the stage off, the first goal touches
+        assert bringup.set_parameter('collision.enabled', False).successful
+        since = len(bringup.states.messages)
+        for ee, T in zip(model.end_effector_names, _crossing_goals(model)[0]):
+            bringup.send_pose(ee, T)
+        bringup.ctx.spin_for(4.0)
+        assert _judge_since(bringup, judge, since) < 0.0
+    finally:
+        bringup.close()
+
+
+def test_wam_on_mujoco_never_enters_a_published_box_and_the_negative_control_does():
+    bringup = Bringup('wam', 500.0, ns='/wam_collision', sim_extra=['-p', 'backend:=mujoco'],
+                      extra=['-p', 'collision.srdf_path:=config/wam.srdf',
+                             '-p', 'diagnostics_rate:=20.0'])
+    try:
+        model = bringup.model
+        pub = bringup.ctx.node.create_publisher(
+            MarkerArray, f'{bringup.ns}/ik_controller/obstacles', 10)
+        assert bringup.ctx.wait_for_subscribers(pub, 1, timeout=STARTUP)
+        T0 = model.frame_placements(bringup.q())[0]
+        goal = T0.copy()
+        goal[1, 3] += 0.4
+        centre = 0.5 * (T0[:3, 3] + goal[:3, 3])
+        box = _sphere('box', 0, centre, BOX[0], kind=Marker.CUBE)
+        pub.publish(MarkerArray(markers=[box]))
+        bringup.diagnostic(lambda s: _value(s, 'obstacles') == '1', timeout=5.0)
+        pose = np.eye(4)
+        pose[:3, 3] = centre
+        judge = ContactJudge(model, bringup.q(), obstacles=[(coal.Box(*BOX), pose)])
+        since = len(bringup.states.messages)
+        bringup.send_pose('tool', goal)
+        bringup.ctx.spin_for(0.3)
+        words = _outcome(bringup)
+        assert words[0] == 'reached' or words[0].startswith('COLLISION'), words
+        assert _judge_since(bringup, judge, since) >= 0.5 * SECURITY
+        # negative control: the stage off, the hand goes through the box
+        assert bringup.set_parameter('collision.enabled', False).successful
+        since = len(bringup.states.messages)
+        bringup.send_pose('tool', goal)
+        bringup.wait_goal('tool', timeout=GOAL_TIME)
+        assert _judge_since(bringup, judge, since) < 0.0
+    finally:
+        bringup.close()
