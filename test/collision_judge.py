@@ -42,8 +42,8 @@ class ContactJudge:
                     if a < robot and joint[a] != 0:
                         gm.addCollisionPair(pin.CollisionPair(a, b))
                     continue
-                if (moved_by(joint[a]) == moved_by(joint[b])  # no joint moves one against the other
-                        or frozenset((link[a], link[b])) in adjacent):
+                rigid = moved_by(joint[a]) == moved_by(joint[b])  # no joint moves one or other
+                if (rigid or frozenset((link[a], link[b])) in adjacent):
                     continue
                 gm.addCollisionPair(pin.CollisionPair(a, b))
         self.model, self.gm = model, gm

@@ -85,10 +85,10 @@ def test_collision_matrix_of_an_arm_the_package_never_saw(tmp_path):
     for pair in cm.adjacent:
         if len(pair) == 2 and pair <= set(cm.links):
             assert pair in disabled
-    # Default: exactly the pairs in contact at the default pose (0 clipped into the limits)
+    # Default: exactly the pairs in contact (within the padding) at the default pose
     q0 = acm.default_pose(model)
     plain = CollisionModel(model)
-    rows, _ = plain.distances(q0, within=0.0)
+    rows, _ = plain.distances(q0, within=acm.DEFAULT_PADDING)
     touching = {frozenset((plain.links[a], plain.links[b])) for a, b in plain.pairs[rows]}
     defaults = {frozenset(p[:2]) for p in _srdf_rows(text) if p[2] == 'Default'}
     assert defaults == touching and touching  # the Panda's hand touches its link 5 there
@@ -159,7 +159,7 @@ def test_no_desired_velocity_brings_a_pair_below_the_security_distance(seed):
 
 
 def _crossing_goals(model):
-    """SIMON: each hand beyond the body's midline in front of the chest, and hands together."""
+    """Return SIMON's goals: hands beyond the midline in front of the chest, hands together."""
     T0 = model.frame_placements(np.array(robots.SETUPS['simon'].ready))
     goals = []
     for y in (0.05, 0.12):
@@ -216,7 +216,7 @@ BOX = (0.12, 0.12, 0.12)
 
 
 def _wam_box_case(enabled):
-    """The WAM's hand, a box halfway on the straight line to its goal."""
+    """Drive the WAM's hand to a goal with a box halfway on the straight line to it."""
     controller = _controller('wam', enabled=enabled)
     model = controller.model
     T0 = model.frame_placements(np.array(robots.SETUPS['wam'].ready))[0]

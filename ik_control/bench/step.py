@@ -121,6 +121,44 @@ def pink_update(model, q, T, samples):
     return _time(update, samples)
 
 
+def with_collision(model, q, T, samples):
+    """
+    Time our update followed by the collision stage.
+
+    Self pairs (the shipped SRDF) and three spheres of 10 cm, 6 cm from the hands, the
+    desired velocity toward them.
+    """
+    from ik_control.collision.model import CollisionModel
+    from ik_control.control.collision_stage import CollisionStage
+
+    solver = VelocitySolver(model, SolverConfig(centering_gain=0.01))
+    srdf = None
+    if model.name in robots.SETUPS:
+        with open(robots.data_path('config', f'{model.name}.srdf'), encoding='utf-8') as f:
+            srdf = f.read()
+    cm = CollisionModel(model, srdf=srdf)
+    hands = model.frame_placements(q)[:, :3, 3]
+    spheres = []
+    for k in range(3):
+        pose = np.eye(4)
+        pose[:3, 3] = hands[k % len(hands)] + 0.11 * np.roll([1.0, 0.0, 0.0], k)
+        spheres.append(('sphere', pose, (0.1, 0.1, 0.1)))
+    cm.set_scene(spheres)
+    stage = CollisionStage(model, cm)
+    n = model.nq
+    v_max, a_max = model.velocity_limit.copy(), np.full(n, 5.0)
+    v_prev = np.zeros(n)
+    ws = solver.ws
+    v_des = np.zeros(n)
+
+    def update():
+        dq = solver.step(q, T)
+        np.multiply(dq, 1000.0, out=v_des)
+        stage.constrain(ws.joint_T, solver.J, q, v_prev, v_des, v_max, a_max, model.lower,
+                        model.upper, 0.02, 0.001)
+    return _time(update, samples)
+
+
 PEERS = (('ik_control', ours), ('numpy+pinocchio', numpy_pinocchio), ('pink', pink_update))
 
 
@@ -142,7 +180,9 @@ def run(samples=20000, robot_names=ROBOTS, progress=None):
             raise InputError(f"robot '{name}' given twice")
         T = _targets(model, q)
         entry = {'joints': model.nq, 'task_rows': model.task_dim, 'implementations': {}}
-        for label, fn in PEERS:
+        peers = PEERS + ((('ik_control+collision', with_collision),)
+                         if getattr(model, 'urdf_xml', None) else ())
+        for label, fn in peers:
             n = samples if label == 'ik_control' else max(2000, samples // 10)
             entry['implementations'][label] = _stats(fn(model, q, T, n))
             if progress:
@@ -157,10 +197,10 @@ def run(samples=20000, robot_names=ROBOTS, progress=None):
 def table(results):
     """Text table of :func:`run`'s results."""
     w = max([8] + [len(name) + 2 for name in results['robots']])
-    lines = [f"{'robot':<{w}}{'implementation':<18}{'median us':>10}{'p99 us':>10}"
+    lines = [f"{'robot':<{w}}{'implementation':<22}{'median us':>10}{'p99 us':>10}"
              f"{'ik_control faster':>19}"]
     for name, entry in results['robots'].items():
         for label, r in entry['implementations'].items():
-            lines.append(f"{name:<{w}}{label:<18}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
+            lines.append(f"{name:<{w}}{label:<22}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
                          f"{r['speedup_of_ik_control']:>18.1f}x")
     return '\n'.join(lines)

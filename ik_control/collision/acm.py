@@ -9,6 +9,11 @@ SRDF, with MoveIt's reason names) when
   where the package knows one, else every joint at 0 clipped into its limits): a robot
   modelled with overlapping shells there would otherwise never be allowed to move;
 * ``Always``: in contact in every sampled configuration (uniform in the joint limits);
+
+"In contact" means nearer than ``padding`` (default 0.01 m, the controller's shipped
+``collision.security_distance``; MoveIt uses 0): a pair the robot's own design holds
+closer than the distance the controller keeps (SIMON's shoulder sphere and upper arm, 10
+mm apart in every pose) could otherwise never move towards each other at all.
 * ``Never`` (only with ``never=True``, MoveIt's speed option, off by default): never in
   contact in any sample. A pose rare enough to be missed by the samples is still a real
   collision, so the package does not drop these by default.
@@ -44,8 +49,11 @@ def default_pose(model):
     return np.clip(np.zeros(model.nq), model.lower, model.upper)
 
 
+DEFAULT_PADDING = 0.01  # [m] nearer than this counts as contact (module docstring)
+
+
 def compute(model, samples=DEFAULT_SAMPLES, seed=0, pose=None, never=False,
-            progress=None):
+            progress=None, padding=DEFAULT_PADDING):
     """
     Compute the allowed-collision matrix of ``model`` (module docstring).
 
@@ -65,7 +73,7 @@ def compute(model, samples=DEFAULT_SAMPLES, seed=0, pose=None, never=False,
             reason[tuple(sorted((a, b)))] = 'Adjacent'
 
     def contacts(q):
-        rows, _ = _contacts(cm, q)
+        rows, _ = cm.distances(q, within=padding)
         found = set()
         for k in rows:
             a, b = cm.pairs[k]
@@ -91,13 +99,8 @@ def compute(model, samples=DEFAULT_SAMPLES, seed=0, pose=None, never=False,
     return AllowedCollisions(model.name, disabled, samples, len(by_links))
 
 
-def _contacts(cm, q):
-    """Rows of ``cm.pairs`` in contact (distance <= 0) at ``q``, and their distances."""
-    return cm.distances(q, within=0.0)
-
-
 def srdf_text(acm, comment=''):
-    """An SRDF holding the ``<disable_collisions>`` entries of ``acm`` (MoveIt's format)."""
+    """Return an SRDF holding the ``<disable_collisions>`` entries of ``acm`` (MoveIt's)."""
     q = saxutils.quoteattr
     lines = ['<?xml version="1.0"?>']
     if comment:

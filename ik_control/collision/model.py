@@ -165,8 +165,8 @@ class CollisionModel:
             gm = pin.buildGeomFromUrdfString(pm, xml, pin.GeometryType.COLLISION,
                                              package_dirs=default_package_dirs(package_dirs))
         except (RuntimeError, ValueError, OSError) as exc:
-            raise ModelError(f"the URDF's collision shapes cannot be loaded: "
-                             f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ModelError(f"the URDF's collision shapes cannot be loaded: {first}") from None
         self.geometry_model = gm
         objects = list(gm.geometryObjects)
         self.robot_count = len(objects)
@@ -197,7 +197,7 @@ class CollisionModel:
 
     # ------------------------------------------------------------------ pairs
     def relevant_self_pairs(self):
-        """Robot shape pairs a controlled joint moves relative to each other, links not adjacent."""
+        """Return the robot shape pairs some controlled joint moves apart, links not adjacent."""
         pairs = []
         for a in range(self.robot_count):
             for b in range(a + 1, self.robot_count):

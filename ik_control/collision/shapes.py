@@ -48,11 +48,11 @@ def scene_geometry(shape, scale):
         return coal.Box(sx, sy, sz)
     if shape == 'cylinder':
         return coal.Cylinder(0.5 * max(sx, sy), sz)
-    raise ValueError(f"shape must be one of {SCENE_SHAPES}, not {shape!r}")
+    raise ValueError(f'shape must be one of {SCENE_SHAPES}, not {shape!r}')
 
 
 def convex_hull(geometry):
-    """A mesh (coal BVH) as its convex hull, which GJK measures in microseconds; others as is."""
+    """Return a mesh (coal BVH) as its convex hull (GJK measures it in microseconds)."""
     if not type(geometry).__name__.startswith('BVHModel'):
         return geometry
     geometry.buildConvexRepresentation(False)

@@ -69,9 +69,11 @@ SOFT = 8        # DAQP's sense of a soft constraint
 
 def lever_arms(model, cm):
     """
-    ``r_j`` [m per rad; 1 for a prismatic joint]: how far any shape point joint ``j`` moves
-    can be from its axis -- along the chain down to the shape, the joint-to-joint offsets
-    plus the shape's bounding sphere (the planner's segment bound, planning/collision.py).
+    Return ``r_j`` [m per rad; 1 for a prismatic joint], per controlled joint.
+
+    How far any shape point joint ``j`` moves can be from its axis: along the chain down
+    to the shape, the joint-to-joint offsets plus the shape's bounding sphere (the
+    planner's segment bound, planning/collision.py).
     """
     pm = model.pin_model
     reach = np.zeros(pm.njoints)
@@ -236,8 +238,9 @@ class CollisionStage:
         m = live.size
         self.rows = m
         A = np.vstack([-c[live], -(c[live] * k)])
+        if m == 0:  # within the box every row holds: the limiter's box is enough
+            return flag
         bound = np.concatenate([bound[live], bound[live + near.size]])
-        lo, hi = self._box(q, v_prev, v_max, a_max, lower, upper, margin, h)
         n = q.size
         if J is None:
             H = np.eye(n)
@@ -267,4 +270,3 @@ class CollisionStage:
         lo = np.maximum(lo, ah - np.sqrt(ah * ah + 2.0 * a_max * room_lo))
         hi = np.maximum(hi, lo)
         return lo, hi
-

@@ -260,13 +260,15 @@ class ResolvedRateController(GoalInputs):
 
     def _allow_start_contacts(self):
         """
-        Without an SRDF, pairs in contact at the first state are not checked (logged).
+        Leave pairs in contact at the first state unchecked when no SRDF is given (logged).
 
-        MoveIt's "Default" rule at run time: shells that overlap where the robot starts
-        would otherwise stop every motion. An SRDF (``collision_srdf``) decides instead.
+        MoveIt's "Default" rule at run time (contact: nearer than the security distance,
+        as :mod:`~ik_control.collision.acm` counts it): shells that overlap where the robot
+        starts would otherwise stop every motion. An SRDF (``collision_srdf``) decides
+        instead.
         """
         cm = self.collision.cm
-        rows, d = cm.distances(self.q_cmd, within=0.0)
+        rows, d = cm.distances(self.q_cmd, within=self.collision.security)
         if rows.size:
             names = [cm.pair_name(k) for k in rows]
             links = {frozenset((cm._pair_names[a], cm._pair_names[b]))
@@ -509,7 +511,7 @@ class ResolvedRateController(GoalInputs):
 
     def _collide(self, now, h, cartesian):
         """
-        The collision stage (:mod:`~ik_control.control.collision_stage`) on ``_v_des``.
+        Bound ``_v_des`` by the collision stage (:mod:`~ik_control.control.collision_stage`).
 
         Returns the status bits; keeps since when it bounds the motion, which the referee
         reads to call a stalled goal unreachable for ``COLLISION``.

@@ -155,7 +155,7 @@ class GoalInputs:
         self._collision_scene(shapes)
 
     def _collision_scene(self, shapes):
-        """The collision stage's scene: the same obstacles, as exact shapes."""
+        """Give the collision stage the same obstacles, as exact shapes."""
         if self.collision is not None:
             self.collision.cm.set_scene(shapes)
             self.collision.check_scene()
@@ -242,7 +242,7 @@ class GoalInputs:
 
 
 def _translation(c):
-    """The 4x4 placement of a point ``c`` [m] (identity rotation)."""
+    """Return the 4x4 placement of a point ``c`` [m] (identity rotation)."""
     T = np.eye(4)
     T[:3, 3] = c
     return T

@@ -154,7 +154,7 @@ class GoalReferee:
             rows, d = self.collision.cm.distances(result.q, within=self.collision.security)
             if rows.size:
                 i = int(np.argmin(d))
-                self.park(which, f'COLLISION: the position IK\'s solution brings '
+                self.park(which, "COLLISION: the position IK's solution brings "
                           f'{self.collision.cm.pair_name(rows[i])} {1e3 * d[i]:.1f} mm apart')
                 return
         if not result.success:
