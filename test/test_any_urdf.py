@@ -5,6 +5,7 @@ import io
 import json
 
 from hypothesis import given, settings, strategies as st
+from ik_control.collision import acm
 from ik_control import cli
 from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
 from ik_control.control.config import ControllerConfig
@@ -136,7 +137,10 @@ def test_controller_reaches_a_random_reachable_goal(name):
     q_goal = np.clip(q0 + rng.uniform(-1, 1, model.nq) * step, model.lower + 0.05,
                      model.upper - 0.05)
     T_goal = model.frame_placements(q_goal)[0]
-    config = ControllerConfig(rate_hz=100.0)
+    # the allowed-collision SRDF a user writes with `ik_control collision-matrix` (the
+    # PR2's shoulder shells overlap in every pose: without it the arm could not move)
+    srdf = acm.srdf_text(acm.compute(model, samples=100, pose=q0))
+    config = ControllerConfig(rate_hz=100.0, collision_srdf=srdf)
     controller = ResolvedRateController(model, config)
     q, t = q0.copy(), 0.0
     controller.set_joint_state(model.joint_names, q, t)

@@ -248,10 +248,9 @@ def test_a_joint_trajectory_through_the_torso_is_refused_with_the_pair_and_time(
     controller.set_joint_state(model.joint_names, q0, 0.0)
     controller.update(0.0)
     judge = ContactJudge(model, q0)
-    q1 = q0.copy()
-    q1[model.joint_names.index('right_shoulder_z')] = model.upper[
-        model.joint_names.index('right_shoulder_z')]
-    q1[model.joint_names.index('right_elbow_x')] = 2.0
+    q1 = q0.copy()  # the right upper arm swung in through the torso
+    i = model.joint_names.index('right_shoulder_z')
+    q1[i] = model.lower[i]
     path = np.linspace(q0, q1, 11)
     assert min(judge.closest(q)[0] for q in path) < SECURITY  # the plan does touch
     with pytest.raises(InputError, match=r'refused: at \d+\.\d+ s it brings .* mm apart'):

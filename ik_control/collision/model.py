@@ -3,8 +3,9 @@ The robot's collision model: the URDF's ``<collision>`` shapes, the checked pair
 
 **Shapes.** pinocchio reads the URDF's ``<collision>`` elements into a ``GeometryModel``
 (boxes, cylinders, spheres, capsules, and meshes by ``package://`` or file path, looked up
-in ``package_dirs``); meshes are measured as their convex hulls (coal's GJK, microseconds
-a pair; :func:`~ik_control.collision.shapes.convex_hull`). Each shape is fixed to a tree
+in ``package_dirs``); meshes are measured as triangle meshes (coal's BVH: exact for
+concave links), or, with ``convex=True``, as their convex hulls (GJK, faster, but a
+concave link's hull fills its hollows; :func:`~ik_control.collision.shapes.convex_hull`). Each shape is fixed to a tree
 joint of the :class:`~ik_control.kinematics.robot_model.RobotModel` (or to the base).
 
 **Pairs.** Two robot shapes are checked when
@@ -151,11 +152,13 @@ class CollisionModel:
     package_dirs:
         Extra folders for ``package://`` meshes (before :func:`default_package_dirs`).
     convex:
-        Measure meshes as their convex hulls (default) instead of the triangle meshes.
+        Measure meshes as their convex hulls instead of the triangle meshes (default:
+        the meshes, exact for concave links such as the PR2's base; coal gives a mesh
+        pair in contact distance 0, not a depth).
 
     """
 
-    def __init__(self, model, srdf=None, package_dirs=(), convex=True):
+    def __init__(self, model, srdf=None, package_dirs=(), convex=False):
         xml = getattr(model, 'urdf_xml', None)
         if xml is None:
             raise ModelError('a collision model needs a robot model built from a URDF')
@@ -294,6 +297,12 @@ class CollisionModel:
             point_a[row] = res.getNearestPoint1()
             point_b[row] = res.getNearestPoint2()
             normal[row] = res.normal
+        # apart, the normal is the witness points' direction (coal's for a mesh pair is
+        # not always set); in contact, coal's
+        apart = out_d[:count] > 1e-9
+        if apart.any():
+            normal[:count][apart] = ((point_b[:count][apart] - point_a[:count][apart])
+                                     / out_d[:count][apart, None])
         self.pair_index[:count] = self._candidates[:count]
         return count
 

@@ -250,13 +250,22 @@ class ResolvedRateController(GoalInputs):
                                      'to check (scene obstacles need robot shapes too)')
                 self.collision = collision_mod.CollisionStage(self.model, cm)
                 self._collision_srdf = config.collision_srdf
+                # the position IK's solutions are checked on its own thread: its own copy
+                self._ik_check = CollisionModel(self.model, srdf=config.collision_srdf or None)
+                self._ik_check.set_scene(scene)
             stage = self.collision
             stage.security = config.collision_security_distance
             stage.influence = config.collision_influence_distance
             stage.gain = config.collision_gain
+        self.fallback.accept = None if self.collision is None else self._collision_free
         if hasattr(self, 'referee'):
             self.referee.collision = self.collision
             self.referee.unreachable_time = config.unreachable_time
+
+    def _collision_free(self, q):
+        """Whether every checked pair is at least the security distance apart at ``q``."""
+        check = self._ik_check  # (the fallback's thread: not the tick's model)
+        return check.distances(q, within=self.collision.security)[0].size == 0
 
     def _allow_start_contacts(self):
         """
@@ -274,6 +283,7 @@ class ResolvedRateController(GoalInputs):
             links = {frozenset((cm._pair_names[a], cm._pair_names[b]))
                      for a, b in cm.pairs[rows] if b < cm.robot_count}
             cm.set_disabled(cm.disabled | links)
+            self._ik_check.set_disabled(cm.disabled)
             self.collision.check_scene()
             self.events.post('collision_allowed', 'warn',
                              f'no SRDF: {len(names)} pairs in contact at the start are not '

@@ -31,6 +31,7 @@ finds no solution within ``fallback.time_budget``, or when it stalls again after
 """
 
 from concurrent.futures import Future
+from dataclasses import replace
 import time
 
 from ik_control.ik import nullspace
@@ -93,6 +94,10 @@ class IkFallback:
         self.uses = 0
         self.approach = None
         self.posture = None
+        #: ``accept(q) -> bool``, or None: a solution it refuses (the collision stage's:
+        #: a pair nearer than the security distance) is solved again from a random start,
+        #: within the same time budget; called on the solving thread
+        self.accept = None
         self._z, self._dq = np.zeros(n), np.zeros(n)
         self._H, self._beta = np.zeros((n, m)), np.zeros(m)
         self.reconfigure(margin, tolerance, rotation_tolerance)
@@ -196,10 +201,20 @@ class IkFallback:
         rng = np.random.default_rng(seed)
         # the solver of this request: a reconfigure meanwhile builds a new one, which a
         # job still queued must not share with the control thread's warm-up solve
-        ik, budget = self.ik, self.time_budget
+        ik, budget, accept, model = self.ik, self.time_budget, self.accept, self.model
 
         def solve():
-            return ik.solve(targets, q_seed, budget, rng=rng)
+            start = time.thread_time()
+            result = ik.solve(targets, q_seed, budget, rng=rng)
+            rejected = 0
+            while result.success and accept is not None and not accept(result.q):
+                rejected += 1
+                left = budget - (time.thread_time() - start)
+                if left <= 0.0:
+                    return replace(result, success=False, rejected=rejected)
+                seed = model.random_configurations(1, rng)[0]
+                result = ik.solve(targets, seed, left, rng=rng)
+            return replace(result, rejected=rejected)
 
         self.requests += 1
         self._key = key

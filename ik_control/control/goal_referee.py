@@ -157,6 +157,11 @@ class GoalReferee:
                 self.park(which, "COLLISION: the position IK's solution brings "
                           f'{self.collision.cm.pair_name(rows[i])} {1e3 * d[i]:.1f} mm apart')
                 return
+        if not result.success and result.rejected:
+            self.park(which, f'COLLISION: the {result.rejected} solutions the position IK '
+                      f'found in {1e3 * self.fallback.time_budget:.3g} ms of CPU each bring '
+                      'a pair nearer than the security distance')
+            return
         if not result.success:
             self.park(which, f'the position IK found no solution in '
                       f'{1e3 * self.fallback.time_budget:.3g} ms of CPU (best '

@@ -53,6 +53,7 @@ class IkResult:
     restarts: int
     seconds: float
     joint_names: tuple = field(default_factory=tuple)
+    rejected: int = 0           # solutions a caller's check refused (IkFallback.accept)
 
 
 @njit(cache=True, nogil=True)
