@@ -273,3 +273,27 @@ def test_without_an_srdf_the_start_contacts_are_allowed_and_said_once():
     said = [e for e in controller.drain_events() if e.kind == 'collision_allowed']
     assert len(said) == 1 and 'palm' in said[0].message
     assert os.path.basename(robots.data_path('config', 'simon.srdf')) == 'simon.srdf'
+
+
+@pytest.mark.parametrize('seed', [1, 2, 3])
+def test_a_plan_the_planner_returns_is_never_refused_by_the_controllers_check(seed):
+    """JT-RRT around a box with the controller's security distance: the plan is accepted."""
+    from ik_control.planning.collision import CollisionChecker
+    from ik_control.planning.goal import WorkspaceGoal
+    from ik_control.planning.obstacles import Obstacle, pose_from
+    from ik_control.planning.pipeline import Planner
+    model = robots.robot('wam')
+    box = Obstacle('box', 'box', (0.3, 0.3, 0.3), pose_from((0.55, -0.35, 0.25)))
+    checker = CollisionChecker(model, [box], security_distance=SECURITY)
+    q0 = np.array(robots.SETUPS['wam'].ready)
+    plan = Planner(model, checker).plan(q0, WorkspaceGoal((0.55, -0.35, 0.55), threshold=0.02),
+                                        np.random.default_rng(seed))
+    assert plan.success
+    controller = _controller('wam')
+    controller.set_obstacle_shapes([('box', box.pose, box.marker_scale())])
+    controller.set_joint_state(model.joint_names, q0, 0.0)
+    controller.update(0.0)
+    traj = plan.trajectory
+    controller.set_joint_trajectory(traj.joint_names, traj.times, traj.positions,
+                                    traj.velocities, 0.0)
+    assert controller.joint_goal is not None

@@ -14,7 +14,9 @@ Pairs checked:
   the obstacles are set: an overlap there is an error, no configuration could avoid it.
 
 **Clearance and segment resolution.** A configuration is free when every checked pair is
-more than ``clearance = resolution / 2`` apart (coal's ``security_margin``). A straight
+more than ``clearance = security_distance + resolution / 2`` apart (coal's
+``security_margin``; ``security_distance`` [m], default 0, is the controller's
+``collision.security_distance`` when the plan is to run on it). A straight
 segment ``q0 -> q1`` in joint space is sampled at ``n`` configurations such that no
 point of the robot moves more than ``resolution`` [m] between two consecutive samples:
 a point carried by the subtree of revolute joint ``i`` moves at most ``r_i |dq_i|`` when
@@ -25,7 +27,9 @@ radius of the shape), so along the segment every point travels at most
 ``n = ceil(L / resolution)`` steps bound each step's travel by ``resolution``. Every
 point of the swept motion then lies within ``resolution / 2`` of the same point at a
 checked sample, where the clearance is larger than that: nothing tunnels through,
-however thin the obstacle.
+however thin the obstacle, and every pair stays ``security_distance`` apart all along, so
+the controller's own check of a plan (:mod:`~ik_control.control.goal_inputs`) never
+refuses one.
 
 **Broad phase.** Before coal, bounding spheres (:mod:`ik_control.planning.broad_phase`)
 prove most pairs farther apart than the clearance; only the others go to coal's narrow
@@ -69,18 +73,23 @@ class CollisionChecker:
     URDF; ``resolution`` [m] the largest travel of any robot point between two checked
     samples of a segment (module docstring); ``obstacles`` :class:`Obstacle` objects in
     the base frame. ``checks`` counts configuration checks (the planners' statistic).
-    ``broad_phase``: prove pairs apart with bounding spheres before coal (module docstring).
+    ``broad_phase``: prove pairs apart with bounding spheres before coal (module docstring);
+    ``security_distance`` [m] added to the clearance (module docstring).
     """
 
-    def __init__(self, model, obstacles=(), resolution=DEFAULT_RESOLUTION, broad_phase=True):
+    def __init__(self, model, obstacles=(), resolution=DEFAULT_RESOLUTION, broad_phase=True,
+                 security_distance=0.0):
         if not np.isfinite(resolution) or resolution <= 0.0:
             raise InputError(f'collision resolution must be > 0 m, got {resolution}')
+        if not np.isfinite(security_distance) or security_distance < 0.0:
+            raise InputError(f'security distance must be >= 0 m, got {security_distance}')
         xml = getattr(model, 'urdf_xml', None)
         if xml is None:
             raise ModelError('collision checking needs a robot model built from a URDF')
         self.model = model
         self.resolution = float(resolution)
-        self.clearance = 0.5 * self.resolution
+        self.security_distance = float(security_distance)
+        self.clearance = self.security_distance + 0.5 * self.resolution
         pm = model.pin_model
         robot = pin.buildGeomFromUrdfString(pm, xml, pin.GeometryType.COLLISION)
         if robot.ngeoms == 0:

@@ -54,6 +54,9 @@ PARAMETERS = {
                           0.0, 0.1),
     'resolution': Param(0.02, 'largest robot-point travel between collision checks [m]',
                         1e-4, 0.2),
+    'security_distance': Param(0.01, "every checked pair stays this far apart along a plan, "
+                               "as ik_controller's collision.security_distance, which then "
+                               'never refuses it [m]', 0.0, 0.5),
     'acceleration_limit': Param(5.0, 'joint acceleration limit of the trajectory [rad/s^2]',
                                 1e-3, 1e3),
     'seed': Param(-1, 'random seed of the planner (-1: a new one per goal)', -1, 2 ** 31 - 1),
@@ -83,7 +86,8 @@ class JtRrtPlannerNode(Node):
                 raise InputError(f'obstacles: {exc}') from None
             self.settings = RrtSettings(time_limit=v['time_limit'],
                                         min_progress=v['min_progress'])
-            self.checker = CollisionChecker(self.model, self.fixed, v['resolution'])
+            self.checker = CollisionChecker(self.model, self.fixed, v['resolution'],
+                                            security_distance=v['security_distance'])
         except IkControlError as exc:
             raise StartupError(str(exc)) from None
         self.markers = {}
