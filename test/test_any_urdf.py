@@ -5,9 +5,9 @@ import io
 import json
 
 from hypothesis import given, settings, strategies as st
-from ik_control.collision import acm
 from ik_control import cli
 from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
+from ik_control.collision import acm
 from ik_control.control.config import ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.kinematics import RobotModel

@@ -121,7 +121,8 @@ def test_bench_step_on_a_dh_file():
     assert (sam9['joints'], sam9['task_rows']) == (9, 6)
     assert (wam['joints'], wam['task_rows']) == (7, 6)
     for entry in (sam9, wam):
-        assert set(entry['implementations']) == {'ik_control', 'numpy+pinocchio', 'pink'}
+        assert set(entry['implementations']) == {'ik_control', 'numpy+pinocchio', 'pink',
+                                                 'ik_control+collision'}
         for stats in entry['implementations'].values():
             assert 0.0 < stats['median_us'] <= stats['p99_us']
     assert 'sam9' in step.table(results)

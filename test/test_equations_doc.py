@@ -158,8 +158,10 @@ PATHS = sorted({(path, file) for _, _, path, file in ROWS})
 
 def test_every_seed_document_has_a_table_with_rows():
     sections = {section for section, _, _, _ in ROWS}
-    assert len(sections) == 5, f'sections with rows: {sorted(sections)}'
-    assert all('seed document `00' in s for s in sections), sorted(sections)
+    seeds = {s for s in sections if 'seed document `00' in s}
+    assert len(seeds) == 5, f'sections with rows: {sorted(sections)}'
+    # the only others: what the package adds beyond the documents (collision, #30)
+    assert all(s in seeds or s.startswith('Beyond the seed documents') for s in sections)
 
 
 @pytest.mark.parametrize('path,file', PATHS)

@@ -8,9 +8,13 @@ kinematic robot: each tick the robot reports its position, and one tick later it
 where the command says (``Command.at(dt)``). For each goal the robot starts at rest at a
 random configuration inside the joint limits less ``position_margin``; the goal is the
 forward kinematics of another such configuration (for SIMON, both hands from the same
-one), so a solution exists. A goal counts as reached when the controller says so (the
-measured pose within tolerance, the command at rest); it is missed when the controller
-parks it as unreachable or after ``timeout`` seconds of simulated time.
+one), so a solution exists. With the collision stage on (``collision.enabled``, the
+shipped default) both configurations are drawn free of contact: every checked pair (the
+shipped SRDF's) at least ``collision.security_distance`` apart, so a contact-free
+solution exists too; the way there may still be blocked (``COLLISION`` misses). A goal
+counts as reached when the controller says so (the measured pose within tolerance, the
+command at rest); it is missed when the controller parks it as unreachable or after
+``timeout`` seconds of simulated time.
 
 Printed per robot and configuration: goals reached (%), time to reach (median, p95),
 how many needed the position-IK fallback, and the robot's peak joint speed and
@@ -85,11 +89,12 @@ def run_case(robot, goals, seed, overrides=None, progress=None, label=''):
     rng = np.random.default_rng(seed)
     lo = model.lower + config.position_margin
     hi = model.upper - config.position_margin
+    free = _contact_free(model, config)
     times, misses = [], []
     fallbacks = peak_v = peak_a = 0.0
     wall = time.perf_counter()
     for g in range(goals):
-        q0, q_goal = rng.uniform(lo, hi), rng.uniform(lo, hi)
+        q0, q_goal = free(rng, lo, hi), free(rng, lo, hi)
         controller = ResolvedRateController(model, config)
         reached, seconds, v, a = run_goal(controller, q0, model.frame_placements(q_goal))
         fallbacks += controller.fallback.requests > 0
@@ -109,11 +114,29 @@ def run_case(robot, goals, seed, overrides=None, progress=None, label=''):
     t = np.array(times) if times else np.array([np.nan])
     return {'robot': robot, 'overrides': overrides or {}, 'goals': goals, 'seed': seed,
             'rate_hz': config.rate_hz, 'fallback_strategy': config.fallback_strategy,
+            'collision_enabled': bool(config.collision_enabled),
+            'collision_misses': sum(m['reason'].startswith('COLLISION') for m in misses),
             'reached': len(times), 'reached_percent': 100.0 * len(times) / goals,
             'seconds_median': float(np.median(t)), 'seconds_p95': float(np.percentile(t, 95)),
             'needed_fallback': int(fallbacks), 'peak_speed_ratio': peak_v,
             'peak_acceleration_ratio': peak_a, 'misses': misses[:20],
             'wall_seconds': time.perf_counter() - wall}
+
+
+def _contact_free(model, config):
+    """Return ``draw(rng, lo, hi)``: a uniform configuration, free of contact if checked."""
+    if not config.collision_enabled:
+        return lambda rng, lo, hi: rng.uniform(lo, hi)
+    from ik_control.collision.model import CollisionModel
+
+    cm = CollisionModel(model, srdf=config.collision_srdf or None)
+
+    def draw(rng, lo, hi):
+        while True:
+            q = rng.uniform(lo, hi)
+            if cm.distances(q, within=config.collision_security_distance)[0].size == 0:
+                return q
+    return draw
 
 
 def run(robot_names=ROBOTS, goals=1000, seed=0, cases=None, progress=None):
@@ -131,12 +154,14 @@ def table(results):
              f"{results['seed']}), {results['timeout_s']:g} s each, controller core at the "
              "node's shipped config",
              f"{'robot':7} {'case':28} {'reached':>9} {'t50 s':>6} {'t95 s':>6} "
-             f"{'IK used':>7} {'speed':>6} {'accel':>6}"]
+             f"{'IK used':>7} {'speed':>6} {'accel':>6} {'collision':>9}"]
     for r in results['results']:
         lines.append(f"{r['robot']:7} {r['case']:28} {r['reached_percent']:8.1f}% "
                      f"{r['seconds_median']:6.2f} {r['seconds_p95']:6.2f} "
                      f"{r['needed_fallback']:7d} {r['peak_speed_ratio']:6.3f} "
-                     f"{r['peak_acceleration_ratio']:6.3f}")
+                     f"{r['peak_acceleration_ratio']:6.3f} "
+                     + (f"{r.get('collision_misses', 0):4d} miss" if r.get('collision_enabled')
+                        else f"{'off':>9}"))
     for r in results['results']:
         for m in r['misses'][:5]:
             lines.append(f"  miss {r['robot']} [{r['case']}] goal {m['goal']}: "

@@ -5,8 +5,9 @@ The robot's collision model: the URDF's ``<collision>`` shapes, the checked pair
 (boxes, cylinders, spheres, capsules, and meshes by ``package://`` or file path, looked up
 in ``package_dirs``); meshes are measured as triangle meshes (coal's BVH: exact for
 concave links), or, with ``convex=True``, as their convex hulls (GJK, faster, but a
-concave link's hull fills its hollows; :func:`~ik_control.collision.shapes.convex_hull`). Each shape is fixed to a tree
-joint of the :class:`~ik_control.kinematics.robot_model.RobotModel` (or to the base).
+concave link's hull fills its hollows; :func:`~ik_control.collision.shapes.convex_hull`).
+Each shape is fixed to a tree joint of the
+:class:`~ik_control.kinematics.robot_model.RobotModel` (or to the base).
 
 **Pairs.** Two robot shapes are checked when
 

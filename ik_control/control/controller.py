@@ -182,6 +182,7 @@ class ResolvedRateController(GoalInputs):
         frame_T = self.solver.ws.frame_T
         pose_distance(frame_T[0], frame_T[0])  # the referee's check of a reached goal
         compile_kernels(self.model.lower, self.model.upper, q, self.a_max, self.dt)
+        self.model.tree_configuration(q)  # (the position IK's retries, the collision checks)
         self.solver.reset_targets()
 
     # ------------------------------------------------------------------ configuration

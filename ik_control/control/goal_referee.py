@@ -185,9 +185,20 @@ class GoalReferee:
         fallback = self.fallback
         if (self.blocked_since is not None
                 and now - self.blocked_since > APPROACH_BLOCKED * self.unreachable_time):
-            # the straight joint-space path to the IK's configuration runs into a pair
-            self.park(fallback.serving.copy(), f'{self.collision_reason()}; the joint-space '
-                      "approach to the position IK's solution is blocked")
+            # the straight joint-space path to the IK's configuration runs into a pair:
+            # another solution may have a free path (the goal asks again when it stalls),
+            # unless its tries are spent
+            serving = fallback.serving.copy()
+            if (fallback.tries[serving] >= MAX_TRIES).any():
+                self.park(serving, f'{self.collision_reason()}; the joint-space approach to '
+                          "the position IK's solution is blocked")
+                return
+            tries = fallback.tries.copy()
+            self.end_fallback(np.flatnonzero(serving)[0])
+            fallback.tries[:] = tries  # (ending it would forget them)
+            self.goals.restart_progress(slice(None), now)
+            self.events.post('fallback_blocked', 'info', 'joint-space approach blocked: '
+                             f'{self.collision_reason()}; Cartesian tracking from here')
             return
         if fallback.approach_done(q_cmd):
             self.end_fallback(np.flatnonzero(fallback.serving)[0])
@@ -195,7 +206,7 @@ class GoalReferee:
             self.events.post('fallback_handback', 'info', 'joint-space approach done: '
                              'Cartesian tracking from here')
             return
-        join_velocity(q_cmd, fallback.approach, v_max, a_max, out)
+        join_velocity(q_cmd, fallback.approach_target(q_cmd), v_max, a_max, out)
 
     def end_fallback(self, i):
         """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""

@@ -54,7 +54,7 @@ PARAMETERS = {
                           0.0, 0.1),
     'resolution': Param(0.02, 'largest robot-point travel between collision checks [m]',
                         1e-4, 0.2),
-    'security_distance': Param(0.01, "every checked pair stays this far apart along a plan, "
+    'security_distance': Param(0.01, 'every checked pair stays this far apart along a plan, '
                                "as ik_controller's collision.security_distance, which then "
                                'never refuses it [m]', 0.0, 0.5),
     'acceleration_limit': Param(5.0, 'joint acceleration limit of the trajectory [rad/s^2]',
