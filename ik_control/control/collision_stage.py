@@ -39,7 +39,7 @@ The stage changes the desired velocity ``v_des`` only when it breaks a row: then
     min_v  |J (v - v_des)|^2 + mu |v - v_des|^2
     s.t.   rows 1 and 2 of every near pair,
            max(-v_max, v_prev - a h) <= v <= min(v_max, v_prev + a h),
-           the braking caps of the position bounds (:mod:`~ik_control.control.limits`, 3)
+           the position bounds' braking caps and clip (:func:`limits.velocity_box`)
 
 (``J`` the task Jacobian where the tick solved one, so the hands keep their course and
 the spare joints make the room; else ``J = 0``), a small QP solved by DAQP. The box holds
@@ -50,6 +50,7 @@ towards rest at its acceleration limit, ``HALTED``.
 """
 
 import daqp
+from ik_control.control import limits
 from ik_control.kinematics import kernels
 from numba import njit
 import numpy as np
@@ -153,8 +154,6 @@ class CollisionStage:
         self.security, self.influence, self.gain = security, influence, gain
         n = model.nq
         self._c = np.zeros((MAX_CANDIDATES, n))
-        self._lo = np.zeros(n)
-        self._hi = np.zeros(n)
         self._sense = np.zeros(n + 2 * MAX_ROWS, dtype=np.int32)
         self.closest_distance = np.inf
         self._closest_row = -1
@@ -228,7 +227,8 @@ class CollisionStage:
         if np.all(A @ v_des <= bound):
             self.rows = 0
             return flag
-        lo, hi = self._box(q, v_prev, v_max, a_max, lower, upper, margin, h)
+        lo, hi = limits.velocity_box(q, v_prev, lower, upper, margin, v_max, a_max, h)
+        hi = np.maximum(hi, lo)  # no room: the limiter decides that joint
         # rows no velocity of this tick's box can break are left out of the QP; of the
         # others, the MAX_ROWS pairs with the least room
         worst = np.maximum(A * lo, A * hi).sum(axis=1)
@@ -258,15 +258,3 @@ class CollisionStage:
         halted = np.linalg.norm(x) < 0.01 * np.linalg.norm(v_des)
         v_des[:] = x
         return flag | LIMITED | (HALTED if halted else 0)
-
-    def _box(self, q, v_prev, v_max, a_max, lower, upper, margin, h):
-        """Velocity, acceleration and position-braking bounds of this tick (module doc)."""
-        lo = np.maximum(-v_max, v_prev - a_max * h)
-        hi = np.minimum(v_max, v_prev + a_max * h)
-        ah = 0.5 * a_max * h
-        room_hi = np.maximum((upper - margin) - q - 0.5 * v_prev * h, 0.0)
-        room_lo = np.maximum(q - (lower + margin) + 0.5 * v_prev * h, 0.0)
-        hi = np.minimum(hi, -ah + np.sqrt(ah * ah + 2.0 * a_max * room_hi))
-        lo = np.maximum(lo, ah - np.sqrt(ah * ah + 2.0 * a_max * room_lo))
-        hi = np.maximum(hi, lo)
-        return lo, hi

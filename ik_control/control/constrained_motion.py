@@ -299,18 +299,10 @@ class ConstrainedMotion:
         velocity and acceleration limits, the braking distance to the position bound and
         the position clip), ``BOUND_SHRINK`` of the acceleration step inside them.
         """
-        m, margin = self.model, c.config.position_margin
-        q, vp, a = c.q_cmd, c.v_cmd, c.a_max
-        lo_q = np.minimum(m.lower + margin, q)
-        hi_q = np.maximum(m.upper - margin, q)
-        half = 0.5 * a * h
-        d_hi = np.maximum(hi_q - q - 0.5 * vp * h, 0.0)
-        d_lo = np.maximum(q - lo_q + 0.5 * vp * h, 0.0)
-        cap_hi = -half + np.sqrt(half * half + 2.0 * a * d_hi)
-        cap_lo = -half + np.sqrt(half * half + 2.0 * a * d_lo)
-        hi = np.minimum.reduce([c.v_max, vp + a * h, cap_hi, 2.0 * (hi_q - q) / h - vp])
-        lo = np.maximum.reduce([-c.v_max, vp - a * h, -cap_lo, 2.0 * (lo_q - q) / h - vp])
-        shrink = BOUND_SHRINK * a * h
+        m = self.model
+        lo, hi = limits_mod.velocity_box(c.q_cmd, c.v_cmd, m.lower, m.upper,
+                                         c.config.position_margin, c.v_max, c.a_max, h)
+        shrink = BOUND_SHRINK * c.a_max * h
         hi, lo = hi - shrink, lo + shrink
         bad = lo > hi                    # no room: the limiter's own choice decides
         lo[bad] = hi[bad] = 0.5 * (lo[bad] + hi[bad])
