@@ -114,12 +114,13 @@ def _goal_poses(model, rng, count):
 
 
 def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
-               goals='topic', profile=False):
+               goals='topic', profile=False, extra=()):
     """
     Run sim + controller with one loop design; return the measured figures.
 
     ``goals``: 'topic' (``target_pose`` messages) or 'action' (MoveToPose goals);
-    ``profile``: also sample the controller with py-spy (module docstring).
+    ``profile``: also sample the controller with py-spy (module docstring); ``extra``:
+    more controller arguments (``-p collision.enabled:=false``).
     """
     model = robots.robot('simon')
     params = robots.data_path('config', 'simon.yaml')
@@ -135,7 +136,8 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                       common + ['-p', f'realtime_priority:={priority}'], env, STOP_TIMEOUT)
     ctl = NodeProcess('ik_controller', 'ik_control.ros.ik_controller_node',
                       common + ['-p', f'loop:={loop}', '-p', f'realtime_priority:={priority}',
-                                '-p', f'statistics_file:={ctl_stats}'], env, STOP_TIMEOUT)
+                                '-p', f'statistics_file:={ctl_stats}', *extra], env,
+                      STOP_TIMEOUT)
     node = Node(f'bench_loop_{label}', namespace=ns)
     pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)
             for ee in model.end_effector_names]
@@ -285,6 +287,11 @@ def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False,
             duration = seconds if label == CHOSEN else compare_seconds
             results.append(run_config(label, loop, priority, duration, progress=progress,
                                       profile=profile and label == CHOSEN))
+        if not action_client:  # the chosen design without the collision stage (#30)
+            _, loop, priority = next(c for c in CONFIGS if c[0] == CHOSEN)
+            results.append(run_config(f'{CHOSEN}_no_collision', loop, priority,
+                                      compare_seconds, progress=progress,
+                                      extra=('-p', 'collision.enabled:=false')))
         return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results}
     finally:
         rclpy.try_shutdown()
