@@ -258,6 +258,8 @@ class CollisionModel:
         self.point_b = np.zeros((P, 3))
         self.normal = np.zeros((P, 3))
         self.pair_index = np.zeros(P, dtype=np.int64)
+        self._last_d = np.full(P, -np.inf)      # near_pairs' temporal coherence: each pair's
+        self._last_travel = np.zeros(P)         # last distance and the travel then
         self._pair_list = [tuple(p) for p in self.pairs.tolist()]
 
     def pair_name(self, k):
@@ -270,7 +272,7 @@ class CollisionModel:
         return int(self._joint[g])
 
     # ------------------------------------------------------------------ distances
-    def near_pairs(self, joint_T, within):
+    def near_pairs(self, joint_T, within, travel=None):
         """
         Measure every checked pair whose shapes may be within ``within`` [m]; return the count.
 
@@ -278,9 +280,20 @@ class CollisionModel:
         ``KinematicsWorkspace``'s). Rows ``0..count-1`` of :attr:`pair_index`,
         :attr:`distance`, :attr:`point_a`, :attr:`point_b`, :attr:`normal` hold the
         measured pairs (module docstring), some of them maybe farther than ``within``.
+
+        ``travel`` [m]: for a caller that moves the robot along one path (the controller's
+        knots), how far any shape point may have travelled relative to any other since the
+        path began (``sum_j r_j |dq_j|`` summed tick by tick). A pair measured at ``d``
+        when the travel was ``t0`` is at least ``d - (travel - t0)`` apart now: while that
+        exceeds ``within`` it is not measured again (temporal coherence, sound).
         """
         count = _screen(joint_T, self._joint, self._local, self._centre, self._radius,
                         self.pairs, float(within), self._place, self._candidates)
+        if count and travel is not None:
+            cand = self._candidates[:count]
+            keep = cand[self._last_d[cand] - (travel - self._last_travel[cand]) <= within]
+            count = keep.size
+            self._candidates[:count] = keep
         if count == 0:
             return 0
         place, tf, geoms, pair_list = self._place, self._transforms, self._geoms, self._pair_list
@@ -305,6 +318,9 @@ class CollisionModel:
             normal[:count][apart] = ((point_b[:count][apart] - point_a[:count][apart])
                                      / out_d[:count][apart, None])
         self.pair_index[:count] = self._candidates[:count]
+        if travel is not None:
+            self._last_d[self._candidates[:count]] = out_d[:count]
+            self._last_travel[self._candidates[:count]] = travel
         return count
 
     def distances(self, q, within=np.inf):

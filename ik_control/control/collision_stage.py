@@ -158,6 +158,8 @@ class CollisionStage:
         self.closest_distance = np.inf
         self._closest_row = -1
         self.rows = 0
+        self.travel = 0.0     # sum_j r_j |dq_j| along the knots so far [m] (near_pairs)
+        self._q_last = None
         m = model
         self.lever = lever_arms(model, collision_model)
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
@@ -183,6 +185,7 @@ class CollisionStage:
     def check_scene(self):
         """Refresh the shape table after :meth:`CollisionModel.set_scene`."""
         self._shape_joint = self.cm._joint.copy()
+        self._q_last = None  # (every pair measured afresh)
 
     def constrain(self, joint_T, J, q, v_prev, v_des, v_max, a_max, lower, upper, margin, h):
         """
@@ -197,7 +200,10 @@ class CollisionStage:
         reach = self.security + float(self.lever @ (np.abs(v_prev) * h
                                                     + speed * speed / (2.0 * a_max)))
         within = max(self.influence, reach)
-        count = cm.near_pairs(joint_T, within)
+        if self._q_last is not None:  # the knots' path: how far any point may have moved
+            self.travel += float(self.lever @ np.abs(q - self._q_last))
+        self._q_last = q.copy()
+        count = cm.near_pairs(joint_T, within, self.travel)
         self.rows = 0
         if count == 0:
             self.closest_distance, self._closest_row = np.inf, -1
