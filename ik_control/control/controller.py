@@ -130,6 +130,7 @@ class ResolvedRateController(GoalInputs):
         self.obstacles = ObstacleAvoidance(model)
         self.collision = None  # the collision stage (CollisionStage), when enabled
         self._collision_srdf = None
+        self._allow_contacts_at_start = False  # no SRDF: allow the first state's contacts
         self.events = EventQueue()  # transitions for the node to log
         self.configure(config or ControllerConfig())
         n = self.nq
@@ -360,7 +361,7 @@ class ResolvedRateController(GoalInputs):
         idle = self.goals.mode != MODE_POSE
         self.goals.targets[idle] = self.solver.ws.frame_T[idle]
         self.solver.reset_targets()
-        if self.collision is not None and getattr(self, '_allow_contacts_at_start', False):
+        if self.collision is not None and self._allow_contacts_at_start:
             self._allow_contacts_at_start = False
             self._allow_start_contacts()
         self.initialized = True
