@@ -189,13 +189,8 @@ class CollisionModel:
         self._dofs = [ancestors[j + 1] & controlled for j in joint]  # controlled joints above
         self.moving = np.array([d.any() for d in self._dofs], dtype=bool)
         self.adjacent = adjacent_links(xml)
-        self.disabled = set()
-        if srdf is not None:
-            self.set_disabled(disabled_pairs_from_srdf(srdf))
-        else:
-            self.set_disabled(set())
         self.scene = []
-        self.set_scene(())
+        self.set_disabled(disabled_pairs_from_srdf(srdf) if srdf is not None else set())
         self._request = coal.DistanceRequest()
         self._result = coal.DistanceResult()
 
@@ -224,8 +219,7 @@ class CollisionModel:
             [p for p in self.relevant_self_pairs()
              if frozenset((self.links[p[0]], self.links[p[1]])) not in self.disabled],
             dtype=np.int64).reshape(-1, 2)
-        if hasattr(self, 'scene'):
-            self.set_scene(self.scene)
+        self.set_scene(self.scene)
 
     def set_scene(self, shapes):
         """
@@ -267,9 +261,10 @@ class CollisionModel:
         a, b = self.pairs[k]
         return f"'{self._pair_names[a]}' and '{self._pair_names[b]}'"
 
-    def shape_joint(self, g):
-        """Tree joint that shape ``g`` is fixed to (-1: the base, or a scene obstacle)."""
-        return int(self._joint[g])
+    @property
+    def shape_joints(self):
+        """Per shape (robot, then scene), the tree joint it is fixed to (-1: base, scene)."""
+        return self._joint
 
     # ------------------------------------------------------------------ distances
     def near_pairs(self, joint_T, within, travel=None):

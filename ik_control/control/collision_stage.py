@@ -79,7 +79,7 @@ def lever_arms(model, cm):
     pm = model.pin_model
     reach = np.zeros(pm.njoints)
     for g in range(cm.robot_count):
-        j = cm.shape_joint(g) + 1
+        j = int(cm.shape_joints[g]) + 1
         local = cm._local[g]
         r = np.linalg.norm(local[:3, :3] @ cm._centre[g] + local[:3, 3]) + cm._radius[g]
         while j > 0:
@@ -164,8 +164,6 @@ class CollisionStage:
         self.lever = lever_arms(model, collision_model)
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
                         m.ctrl_index.astype(np.int64), m._joint_ancestors)
-        self._shape_joint = np.array([collision_model.shape_joint(g)
-                                      for g in range(len(collision_model._joint))])
         self._compile()
 
     def _compile(self):
@@ -181,11 +179,6 @@ class CollisionStage:
     def closest_pair(self):
         """Names of the nearest pair measured at the last :meth:`constrain` ('' if none)."""
         return '' if self._closest_row < 0 else self.cm.pair_name(self._closest_row)
-
-    def check_scene(self):
-        """Refresh the shape table after :meth:`CollisionModel.set_scene`."""
-        self._shape_joint = self.cm._joint.copy()
-        self._q_last = None  # (every pair measured afresh)
 
     def constrain(self, joint_T, J, q, v_prev, v_des, v_max, a_max, lower, upper, margin, h):
         """
@@ -220,8 +213,9 @@ class CollisionStage:
         m = near.size
         c = self._c[:m] if m <= MAX_CANDIDATES else np.zeros((m, q.size))
         pairs = cm.pairs[cm.pair_index[near]]
-        approach_rows(joint_T, *self._tables, self._shape_joint[pairs[:, 0]],
-                      self._shape_joint[pairs[:, 1]], cm.point_a[near], cm.point_b[near],
+        joints = cm.shape_joints  # (the current scene's: set_scene replaces the table)
+        approach_rows(joint_T, *self._tables, joints[pairs[:, 0]],
+                      joints[pairs[:, 1]], cm.point_a[near], cm.point_b[near],
                       cm.normal[near], c)
         dist = d[near]
         room = np.maximum(dist - self.security, 0.0)

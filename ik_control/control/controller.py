@@ -282,11 +282,10 @@ class ResolvedRateController(GoalInputs):
         rows, d = cm.distances(self.q_cmd, within=self.collision.security)
         if rows.size:
             names = [cm.pair_name(k) for k in rows]
-            links = {frozenset((cm._pair_names[a], cm._pair_names[b]))
+            links = {frozenset((cm.links[a], cm.links[b]))
                      for a, b in cm.pairs[rows] if b < cm.robot_count}
             cm.set_disabled(cm.disabled | links)
             self._ik_check.set_disabled(cm.disabled)
-            self.collision.check_scene()
             self.events.post('collision_allowed', 'warn',
                              f'no SRDF: {len(names)} pairs in contact at the start are not '
                              f'checked ({", ".join(names[:4])}{"..." if len(names) > 4 else ""});'

@@ -159,7 +159,6 @@ class GoalInputs:
         if self.collision is not None:
             self.collision.cm.set_scene(shapes)
             self._ik_check.set_scene(shapes)
-            self.collision.check_scene()
 
     def set_joint_trajectory(self, names, times, positions, velocities, start):
         """
