@@ -48,6 +48,8 @@ class ContactJudge:
                 gm.addCollisionPair(pin.CollisionPair(a, b))
         self.model, self.gm = model, gm
         self.gd = pin.GeometryData(gm)
+        for request in self.gd.distanceRequests:  # coal's GJK to 1e-9 m, not its 1e-6
+            request.gjk_tolerance = 1e-9
         self.names = [(gm.geometryObjects[p.first].name, gm.geometryObjects[p.second].name)
                       for p in gm.collisionPairs]
         d = self.distances(q_start)

@@ -15,7 +15,7 @@ from ik_control import robots
 from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
 from ik_control.bench.reach import controller_config
 from ik_control.cli import main as cli_main
-from ik_control.collision import acm
+from ik_control.collision import acm, gjk
 from ik_control.collision.model import CollisionModel, disabled_pairs_from_srdf
 from ik_control.control import limits
 from ik_control.control.collision_stage import CollisionStage
@@ -54,6 +54,57 @@ def test_near_pairs_are_exactly_pinocchios_pairs_within_the_distance(seed, name)
     assert set(found) == set(expected)
     for pair, dist in expected.items():
         assert found[pair] == pytest.approx(dist, abs=1e-6)
+
+
+def _primitive(kind, size):
+    """Return a coal primitive of ``kind`` 0..3, sizes [m] from ``size`` (3 values)."""
+    if kind == 0:
+        return coal.Sphere(size[0])
+    if kind == 1:
+        return coal.Capsule(size[0], 2 * size[1])
+    if kind == 2:
+        return coal.Box(*(2 * size))
+    return coal.Cylinder(size[0], 2 * size[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_compiled_distances_of_primitives_are_coals(seed):
+    """GJK on the cores gives coal's distance and witness points; contacts go to coal."""
+    rng = np.random.default_rng(seed)
+    N = 40
+    geoms = [_primitive(k, s) for k, s in zip(rng.integers(0, 4, 2 * N),
+                                              rng.uniform(0.02, 0.3, (2 * N, 3)))]
+    place = np.tile(np.eye(4), (2 * N, 1, 1))
+    for g in range(2 * N):
+        place[g, :3, :3] = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        place[g, :3, 3] = rng.uniform(-0.4, 0.4, 3)
+    shapes = [gjk.primitive(g) for g in geoms]
+    kind = np.array([k for k, _, _ in shapes])
+    dims = np.array([d for _, d, _ in shapes])
+    margin = np.array([m for _, _, m in shapes])
+    pairs = np.arange(2 * N).reshape(N, 2)
+    d, pa, pb, n = np.zeros(N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3))
+    left = np.zeros(N, dtype=np.int64)
+    count = gjk.measure_pairs(place, kind, dims, margin, pairs, np.arange(N), N, d, pa, pb, n,
+                              np.zeros((5, 4, 3)), left)
+    request, result = coal.DistanceRequest(), coal.DistanceResult()
+    request.gjk_tolerance = 1e-10
+    measured = 0
+    for i, (a, b) in enumerate(pairs):
+        result.clear()
+        exact = coal.distance(geoms[a], coal.Transform3s(place[a, :3, :3], place[a, :3, 3]),
+                              geoms[b], coal.Transform3s(place[b, :3, :3], place[b, :3, 3]),
+                              request, result)
+        if i in left[:count]:
+            assert exact < 1e-6  # only pairs in contact are left to coal
+            continue
+        measured += 1
+        assert d[i] == pytest.approx(exact, abs=1e-7)
+        assert np.linalg.norm(pb[i] - pa[i]) == pytest.approx(d[i], abs=1e-9)
+        assert n[i] == pytest.approx((pb[i] - pa[i]) / d[i], abs=1e-9)
+        assert d[i] > 0.0
+    assert measured > N // 2
 
 
 def test_srdf_pairs_are_not_checked_and_a_bad_srdf_is_one_clear_error():

@@ -125,8 +125,9 @@ def with_collision(model, q, T, samples):
     """
     Time our update followed by the collision stage.
 
-    Self pairs (the shipped SRDF) and three spheres of 10 cm, 6 cm from the hands, the
-    desired velocity toward them.
+    Self pairs (the shipped SRDF) and three spheres of 10 cm diameter, centred 20 cm from
+    the hand frames (near the fingers, not touching them), the desired velocity toward
+    them.
     """
     from ik_control.collision.model import CollisionModel
     from ik_control.control.collision_stage import CollisionStage
@@ -141,7 +142,7 @@ def with_collision(model, q, T, samples):
     spheres = []
     for k in range(3):
         pose = np.eye(4)
-        pose[:3, 3] = hands[k % len(hands)] + 0.11 * np.roll([1.0, 0.0, 0.0], k)
+        pose[:3, 3] = hands[k % len(hands)] + 0.2 * np.roll([1.0, 0.0, 0.0], k)
         spheres.append(('sphere', pose, (0.1, 0.1, 0.1)))
     cm.set_scene(spheres)
     stage = CollisionStage(model, cm)

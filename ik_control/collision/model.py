@@ -25,15 +25,18 @@ Every shape that a controlled joint moves is checked against every scene obstacl
 :class:`~ik_control.kinematics.robot_model.KinematicsWorkspace` (the controller's, already
 computed in its tick), places every shape and every shape's bounding sphere in one
 compiled call, drops the pairs whose spheres are farther apart than the asked distance
-(the broad phase: sound, the spheres hold the shapes), and measures the others with coal:
-the signed distance ``d`` (negative inside), the witness points ``p_a``, ``p_b`` and the
-unit normal ``n`` from ``a`` to ``b`` (``d`` grows when ``b`` moves along ``n``).
+(the broad phase: sound, the spheres hold the shapes), and measures the others: pairs of
+primitives that are apart in a second compiled call (:mod:`~ik_control.collision.gjk`),
+meshes and pairs in contact with coal. Each gives the signed distance ``d`` (negative
+inside), the witness points ``p_a``, ``p_b`` and the unit normal ``n`` from ``a`` to
+``b`` (``d`` grows when ``b`` moves along ``n``).
 """
 
 import os
 import xml.etree.ElementTree as ET
 
 import coal
+from ik_control.collision import gjk
 from ik_control.collision.shapes import bounding_sphere, convex_hull, scene_geometry
 from ik_control.validation import InputError, ModelError
 from numba import njit
@@ -247,6 +250,12 @@ class CollisionModel:
         self._place = np.zeros((G, 4, 4))
         self._candidates = np.zeros(P, dtype=np.int64)
         self._transforms = [coal.Transform3s() for _ in range(G)]
+        shapes = [gjk.primitive(g) for g in self._geoms]
+        self._primitives = (np.array([k for k, _, _ in shapes], dtype=np.int64),
+                            np.array([d for _, d, _ in shapes]).reshape(-1, 3),
+                            np.array([m for _, _, m in shapes], dtype=float))
+        self._scratch = np.zeros((5, 4, 3))
+        self._left = np.zeros(P, dtype=np.int64)
         self.distance = np.zeros(P)          # per candidate row, see near_pairs
         self.point_a = np.zeros((P, 3))
         self.point_b = np.zeros((P, 3))
@@ -291,32 +300,42 @@ class CollisionModel:
             self._candidates[:count] = keep
         if count == 0:
             return 0
+        out_d, point_a, point_b, normal = self.distance, self.point_a, self.point_b, self.normal
+        kind, dims, margin = self._primitives
+        left = gjk.measure_pairs(self._place, kind, dims, margin, self.pairs, self._candidates,
+                                 count, out_d, point_a, point_b, normal, self._scratch,
+                                 self._left)
+        if left:
+            self._measure_with_coal(self._left[:left].tolist())
+        self.pair_index[:count] = self._candidates[:count]
+        if travel is not None:
+            self._last_d[self._candidates[:count]] = out_d[:count]
+            self._last_travel[self._candidates[:count]] = travel
+        return count
+
+    def _measure_with_coal(self, rows):
+        """
+        Measure candidate ``rows`` with coal: meshes, and shapes in contact (a depth).
+
+        Apart, the normal is the witness points' direction (coal's for a mesh pair is not
+        always set); in contact, coal's.
+        """
         place, tf, geoms, pair_list = self._place, self._transforms, self._geoms, self._pair_list
         req, res = self._request, self._result
-        candidates = self._candidates[:count].tolist()
-        for g in np.unique(self.pairs[self._candidates[:count]]).tolist():
-            tf[g].setRotation(place[g, :3, :3])
-            tf[g].setTranslation(place[g, :3, 3])
         out_d, point_a, point_b, normal = self.distance, self.point_a, self.point_b, self.normal
-        for row, k in enumerate(candidates):
-            a, b = pair_list[k]
+        for row in rows:
+            a, b = pair_list[self._candidates[row]]
+            for g in (a, b):
+                tf[g].setRotation(place[g, :3, :3])
+                tf[g].setTranslation(place[g, :3, 3])
             res.clear()
             out_d[row] = coal.distance(geoms[a], tf[a], geoms[b], tf[b], req, res)
             # copied now: the result's arrays are views of its own storage, reused next pair
             point_a[row] = res.getNearestPoint1()
             point_b[row] = res.getNearestPoint2()
             normal[row] = res.normal
-        # apart, the normal is the witness points' direction (coal's for a mesh pair is
-        # not always set); in contact, coal's
-        apart = out_d[:count] > 1e-9
-        if apart.any():
-            normal[:count][apart] = ((point_b[:count][apart] - point_a[:count][apart])
-                                     / out_d[:count][apart, None])
-        self.pair_index[:count] = self._candidates[:count]
-        if travel is not None:
-            self._last_d[self._candidates[:count]] = out_d[:count]
-            self._last_travel[self._candidates[:count]] = travel
-        return count
+            if out_d[row] > 1e-9:
+                normal[row] = (point_b[row] - point_a[row]) / out_d[row]
 
     def distances(self, q, within=np.inf):
         """

@@ -61,7 +61,6 @@ NEAR = 1        # a pair within the influence distance
 LIMITED = 2     # the stage changed the desired velocity
 HALTED = 4      # the motion stopped for a pair: no solution, or the desired one zeroed
 MAX_ROWS = 24   # pairs constrained at once (those with the least room)
-MAX_CANDIDATES = 64  # pairs whose rows are built without allocating
 TASK_REGULARIZATION = 1e-3  # mu of the objective (module docstring)
 _INF = 1e30
 _REVOLUTE = kernels.JOINT_REVOLUTE
@@ -96,10 +95,10 @@ def lever_arms(model, cm):
 
 
 @njit(cache=True, nogil=True)
-def approach_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_a, joint_b,
-                  point_a, point_b, normal, out):
+def approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_a, joint_b,
+                 point_a, point_b, normal, out):
     """
-    Write ``c^T = n^T (Jp_b(p_b) - Jp_a(p_a))`` of each pair into the rows of ``out``.
+    Write ``c^T = n^T (Jp_b(p_b) - Jp_a(p_a))`` of one pair into ``out``.
 
     ``joint_a``/``joint_b``: the tree joint each shape is fixed to (-1: base or scene);
     a revolute ancestor ``t`` contributes ``m_t n . (w_t x (p - o_t))``, a prismatic one
@@ -107,36 +106,122 @@ def approach_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_
     mimic multiplier) to the column of its controlled joint.
     """
     nt = axis.shape[0]
-    for r in range(out.shape[0]):
-        for c in range(out.shape[1]):
-            out[r, c] = 0.0
-        for side in range(2):
-            j = joint_b[r] if side == 0 else joint_a[r]
-            if j < 0:
+    for c in range(out.shape[0]):
+        out[c] = 0.0
+    for side in range(2):
+        j = joint_b if side == 0 else joint_a
+        if j < 0:
+            continue
+        sign = 1.0 if side == 0 else -1.0
+        p = point_b if side == 0 else point_a
+        for t in range(nt):
+            col = ctrl_index[t]
+            if col < 0 or not ancestors[j + 1, t]:
                 continue
-            sign = 1.0 if side == 0 else -1.0
-            px = point_b[r, 0] if side == 0 else point_a[r, 0]
-            py = point_b[r, 1] if side == 0 else point_a[r, 1]
-            pz = point_b[r, 2] if side == 0 else point_a[r, 2]
-            for t in range(nt):
-                col = ctrl_index[t]
-                if col < 0 or not ancestors[j + 1, t]:
-                    continue
-                wx = (joint_T[t, 0, 0] * axis[t, 0] + joint_T[t, 0, 1] * axis[t, 1]
-                      + joint_T[t, 0, 2] * axis[t, 2])
-                wy = (joint_T[t, 1, 0] * axis[t, 0] + joint_T[t, 1, 1] * axis[t, 1]
-                      + joint_T[t, 1, 2] * axis[t, 2])
-                wz = (joint_T[t, 2, 0] * axis[t, 0] + joint_T[t, 2, 1] * axis[t, 1]
-                      + joint_T[t, 2, 2] * axis[t, 2])
-                if kind[t] == _REVOLUTE:  # w x (p - o)
-                    rx = px - joint_T[t, 0, 3]
-                    ry = py - joint_T[t, 1, 3]
-                    rz = pz - joint_T[t, 2, 3]
-                    vx, vy, vz = wy * rz - wz * ry, wz * rx - wx * rz, wx * ry - wy * rx
-                else:
-                    vx, vy, vz = wx, wy, wz
-                out[r, col] += sign * multiplier[t] * (
-                    normal[r, 0] * vx + normal[r, 1] * vy + normal[r, 2] * vz)
+            wx = (joint_T[t, 0, 0] * axis[t, 0] + joint_T[t, 0, 1] * axis[t, 1]
+                  + joint_T[t, 0, 2] * axis[t, 2])
+            wy = (joint_T[t, 1, 0] * axis[t, 0] + joint_T[t, 1, 1] * axis[t, 1]
+                  + joint_T[t, 1, 2] * axis[t, 2])
+            wz = (joint_T[t, 2, 0] * axis[t, 0] + joint_T[t, 2, 1] * axis[t, 1]
+                  + joint_T[t, 2, 2] * axis[t, 2])
+            if kind[t] == _REVOLUTE:  # w x (p - o)
+                rx = p[0] - joint_T[t, 0, 3]
+                ry = p[1] - joint_T[t, 1, 3]
+                rz = p[2] - joint_T[t, 2, 3]
+                vx, vy, vz = wy * rz - wz * ry, wz * rx - wx * rz, wx * ry - wy * rx
+            else:
+                vx, vy, vz = wx, wy, wz
+            out[col] += sign * multiplier[t] * (normal[0] * vx + normal[1] * vy
+                                                + normal[2] * vz)
+
+
+@njit(cache=True, nogil=True)
+def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_joint, pairs,
+                pair_index, distance, point_a, point_b, normal, count, within, influence,
+                security, gain, h, v_prev, a_max, v_des, near, c, k, bound):
+    """
+    Build both rows (module docstring) of every measured pair nearer than ``within``.
+
+    Of the ``count`` measured rows, those nearer than ``within`` go to ``near[:m]``, their
+    ``c`` to ``c[:m]``, the braking coefficients to ``k`` (per joint), the soft bounds to
+    ``bound[:m]`` (``_INF`` beyond the influence distance) and the hard ones to
+    ``bound[m:2m]``. Returns ``(m, nearest measured row or -1, whether v_des breaks a row)``.
+    """
+    n = v_prev.shape[0]
+    for j in range(n):
+        k[j] = 0.5 * h + (abs(v_prev[j]) + a_max[j] * h) / (2.0 * a_max[j])
+    m = 0
+    nearest = -1
+    for i in range(count):
+        if distance[i] < within:
+            near[m] = i
+            m += 1
+            if nearest < 0 or distance[i] < distance[nearest]:
+                nearest = i
+    broken = False
+    for r in range(m):
+        i = near[r]
+        pair = pairs[pair_index[i]]
+        approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors,
+                     shape_joint[pair[0]], shape_joint[pair[1]], point_a[i], point_b[i],
+                     normal[i], c[r])
+        room = max(distance[i] - security, 0.0)
+        rate = 0.0
+        tail = 0.0
+        held = 0.0
+        for j in range(n):
+            rate += c[r, j] * v_des[j]
+            tail += c[r, j] * k[j] * v_des[j]
+            held += c[r, j] * v_prev[j]
+        soft = gain * room if distance[i] < influence else _INF
+        hard = room + held * 0.5 * h
+        bound[r] = soft
+        bound[m + r] = hard
+        if -rate > soft or -tail > hard:
+            broken = True
+    return m, nearest, broken
+
+
+@njit(cache=True, nogil=True)
+def live_pairs(c, k, bound, m, lo, hi, live):
+    """
+    Write to ``live`` the pairs (of ``m``) with a row some velocity in ``[lo, hi]`` breaks.
+
+    The largest ``A v`` over the box is ``sum_j max(A_j lo_j, A_j hi_j)``; a row whose
+    largest stays within its bound needs no place in the QP. Returns their count.
+    """
+    count = 0
+    n = lo.shape[0]
+    for r in range(m):
+        soft = 0.0
+        hard = 0.0
+        for j in range(n):
+            a = -c[r, j]
+            soft += max(a * lo[j], a * hi[j])
+            hard += max(a * k[j] * lo[j], a * k[j] * hi[j])
+        if soft > bound[r] or hard > bound[m + r]:
+            live[count] = r
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def motion_reach(lever, q, q_last, v_prev, a_max, h):
+    """
+    Return ``(reach, travel)`` [m] of this tick, and keep ``q`` in ``q_last``.
+
+    ``reach = sum_j r_j (|v_j| h + (|v_j| + a_j h)^2 / (2 a_j))``: how far any point may
+    move over the tick and its braking tail; ``travel = sum_j r_j |q_j - q_last_j|``: how
+    far any point moved since the last tick (module docstring, :meth:`near_pairs`).
+    """
+    reach = 0.0
+    travel = 0.0
+    for j in range(q.shape[0]):
+        speed = abs(v_prev[j]) + a_max[j] * h
+        reach += lever[j] * (abs(v_prev[j]) * h + speed * speed / (2.0 * a_max[j]))
+        travel += lever[j] * abs(q[j] - q_last[j])
+        q_last[j] = q[j]
+    return reach, travel
 
 
 class CollisionStage:
@@ -153,13 +238,19 @@ class CollisionStage:
         self.model, self.cm = model, collision_model
         self.security, self.influence, self.gain = security, influence, gain
         n = model.nq
-        self._c = np.zeros((MAX_CANDIDATES, n))
+        self._near = np.zeros(0, dtype=np.int64)   # damper_rows' outputs, sized by _rows
+        self._c = np.zeros((0, n))
+        self._bound = np.zeros(0)
+        self._live = np.zeros(0, dtype=np.int64)
+        self._k = np.zeros(n)
         self._sense = np.zeros(n + 2 * MAX_ROWS, dtype=np.int32)
         self.closest_distance = np.inf
         self._closest_row = -1
         self.rows = 0
         self.travel = 0.0     # sum_j r_j |dq_j| along the knots so far [m] (near_pairs)
-        self._q_last = None
+        self._q_last = np.zeros(n)   # the last tick's knot (motion_reach)
+        self._started = False
+        self._lo, self._hi = np.zeros(n), np.zeros(n)
         m = model
         self.lever = lever_arms(model, collision_model)
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
@@ -170,10 +261,28 @@ class CollisionStage:
         """Run the compiled kernel once (loaded from numba's cache), not in the first tick."""
         ws = self.model.workspace()
         ws.update(self.model.center, jacobian=False)
-        z = np.zeros((1, 3))
-        approach_rows(ws.joint_T, *self._tables, np.zeros(1, dtype=np.int64),
-                      np.zeros(1, dtype=np.int64), z, z, z, self._c[:1])
+        n = self.model.nq
         self.cm.near_pairs(ws.joint_T, 0.0)
+        v = np.zeros(n)
+        self._rows(ws.joint_T, 0, 0.0, 0.001, v, np.ones(n), v)
+        motion_reach(self.lever, v, v.copy(), v, np.ones(n), 0.001)
+        live_pairs(self._c, self._k, self._bound, 0, v, v, self._live)
+        limits.velocity_box(v, v, v - 1.0, v + 1.0, 0.0, np.ones(n), np.ones(n), 0.001,
+                            self._lo, self._hi)
+
+    def _rows(self, joint_T, count, within, h, v_prev, a_max, v_des):
+        """Run :func:`damper_rows` on the model's ``count`` measured pairs (sized to them)."""
+        cm = self.cm
+        P = len(cm.pairs)
+        if self._near.shape[0] < P:  # a larger scene: room for all its pairs
+            self._near = np.zeros(P, dtype=np.int64)
+            self._c = np.zeros((P, self.model.nq))
+            self._bound = np.zeros(2 * P)
+            self._live = np.zeros(P, dtype=np.int64)
+        return damper_rows(joint_T, *self._tables, cm.shape_joints, cm.pairs, cm.pair_index,
+                           cm.distance, cm.point_a, cm.point_b, cm.normal, count, within,
+                           self.influence, self.security, self.gain, h, v_prev, a_max,
+                           v_des, self._near, self._c, self._k, self._bound)
 
     @property
     def closest_pair(self):
@@ -189,58 +298,37 @@ class CollisionStage:
         :data:`NEAR`, :data:`LIMITED`, :data:`HALTED`.
         """
         cm = self.cm
-        speed = np.abs(v_prev) + a_max * h
-        reach = self.security + float(self.lever @ (np.abs(v_prev) * h
-                                                    + speed * speed / (2.0 * a_max)))
-        within = max(self.influence, reach)
-        if self._q_last is not None:  # the knots' path: how far any point may have moved
-            self.travel += float(self.lever @ np.abs(q - self._q_last))
-        self._q_last = q.copy()
+        reach, travel = motion_reach(self.lever, q, self._q_last, v_prev, a_max, h)
+        within = max(self.influence, self.security + reach)
+        if self._started:  # the knots' path: how far any point may have moved
+            self.travel += travel
+        self._started = True
         count = cm.near_pairs(joint_T, within, self.travel)
+        m, nearest, broken = self._rows(joint_T, count, within, h, v_prev, a_max, v_des)
         self.rows = 0
-        if count == 0:
+        if nearest < 0:
             self.closest_distance, self._closest_row = np.inf, -1
             return 0
-        d = cm.distance[:count]
-        near = np.flatnonzero(d < within)
-        if near.size == 0:
-            self.closest_distance, self._closest_row = np.inf, -1
-            return 0
-        i = near[np.argmin(d[near])]
-        self.closest_distance = float(d[i])
-        self._closest_row = int(cm.pair_index[i])
+        self.closest_distance = float(cm.distance[nearest])
+        self._closest_row = int(cm.pair_index[nearest])
         flag = NEAR if self.closest_distance < self.influence else 0
-        m = near.size
-        c = self._c[:m] if m <= MAX_CANDIDATES else np.zeros((m, q.size))
-        pairs = cm.pairs[cm.pair_index[near]]
-        joints = cm.shape_joints  # (the current scene's: set_scene replaces the table)
-        approach_rows(joint_T, *self._tables, joints[pairs[:, 0]],
-                      joints[pairs[:, 1]], cm.point_a[near], cm.point_b[near],
-                      cm.normal[near], c)
-        dist = d[near]
-        room = np.maximum(dist - self.security, 0.0)
-        k = 0.5 * h + speed / (2.0 * a_max)
-        A = np.vstack([-c, -c * k])
-        damped = dist < self.influence
-        bound = np.concatenate([np.where(damped, self.gain * room, _INF),
-                                room + (c @ v_prev) * (0.5 * h)])
-        if np.all(A @ v_des <= bound):
-            self.rows = 0
+        if not broken:
             return flag
-        lo, hi = limits.velocity_box(q, v_prev, lower, upper, margin, v_max, a_max, h)
-        hi = np.maximum(hi, lo)  # no room: the limiter decides that joint
+        lo, hi = self._lo, self._hi
+        limits.velocity_box(q, v_prev, lower, upper, margin, v_max, a_max, h, lo, hi)
+        np.maximum(hi, lo, out=hi)  # no room: the limiter decides that joint
         # rows no velocity of this tick's box can break are left out of the QP; of the
         # others, the MAX_ROWS pairs with the least room
-        worst = np.maximum(A * lo, A * hi).sum(axis=1)
-        live = np.flatnonzero((worst > bound).reshape(2, m).any(axis=0))
+        c, k, bound = self._c, self._k, self._bound
+        live = self._live[:live_pairs(c, k, bound, m, lo, hi, self._live)]
         if live.size > MAX_ROWS:
-            live = live[np.argsort(dist[live])[:MAX_ROWS]]
-        m = live.size
-        self.rows = m
-        A = np.vstack([-c[live], -(c[live] * k)])
-        if m == 0:  # within the box every row holds: the limiter's box is enough
+            live = live[np.argsort(cm.distance[self._near[live]])[:MAX_ROWS]]
+        self.rows = live.size
+        if live.size == 0:  # within the box every row holds: the limiter's box is enough
             return flag
-        bound = np.concatenate([bound[live], bound[live + near.size]])
+        A = np.vstack([-c[live], -(c[live] * k)])
+        bound = np.concatenate([bound[live], bound[live + m]])
+        m = live.size
         n = q.size
         if J is None:
             H = np.eye(n)

@@ -300,8 +300,9 @@ class ConstrainedMotion:
         the position clip), ``BOUND_SHRINK`` of the acceleration step inside them.
         """
         m = self.model
-        lo, hi = limits_mod.velocity_box(c.q_cmd, c.v_cmd, m.lower, m.upper,
-                                         c.config.position_margin, c.v_max, c.a_max, h)
+        lo, hi = np.empty(m.nq), np.empty(m.nq)
+        limits_mod.velocity_box(c.q_cmd, c.v_cmd, m.lower, m.upper, c.config.position_margin,
+                                c.v_max, c.a_max, h, lo, hi)
         shrink = BOUND_SHRINK * c.a_max * h
         hi, lo = hi - shrink, lo + shrink
         bad = lo > hi                    # no room: the limiter's own choice decides

@@ -41,9 +41,10 @@ ACCELERATION_LIMITED = 4
 POSITION_CLIPPED = 8
 
 
-def velocity_box(q, v_prev, lower, upper, margin, v_max, a_max, dt):
+@njit(cache=True, nogil=True)
+def velocity_box(q, v_prev, lower, upper, margin, v_max, a_max, dt, lo, hi):
     """
-    Return per-joint bounds ``(lo, hi)`` [rad/s] of the velocities rules 1 to 4 let pass.
+    Write per-joint bounds ``lo``, ``hi`` [rad/s] of the velocities rules 1 to 4 let pass.
 
     The velocity limit, the acceleration step from ``v_prev``, the braking cap of rule 3
     and the position clip of rule 4, with a joint already inside the margin band bounded
@@ -51,17 +52,19 @@ def velocity_box(q, v_prev, lower, upper, margin, v_max, a_max, dt):
     decides (the limiter's own choice). Used by the stages that shape the velocity before
     the limiter (the collision stage, Welman's constraints), so it leaves theirs as is.
     """
-    lo_q = np.minimum(lower + margin, q)
-    hi_q = np.maximum(upper - margin, q)
-    half = 0.5 * a_max * dt
-    d_hi = np.maximum(hi_q - q - 0.5 * v_prev * dt, 0.0)
-    d_lo = np.maximum(q - lo_q + 0.5 * v_prev * dt, 0.0)
-    cap_hi = -half + np.sqrt(half * half + 2.0 * a_max * d_hi)
-    cap_lo = -half + np.sqrt(half * half + 2.0 * a_max * d_lo)
-    hi = np.minimum.reduce([v_max, v_prev + a_max * dt, cap_hi, 2.0 * (hi_q - q) / dt - v_prev])
-    lo = np.maximum.reduce([-v_max, v_prev - a_max * dt, -cap_lo,
-                            2.0 * (lo_q - q) / dt - v_prev])
-    return lo, hi
+    for i in range(q.shape[0]):
+        lo_q = min(lower[i] + margin, q[i])
+        hi_q = max(upper[i] - margin, q[i])
+        acc = a_max[i]
+        half = 0.5 * acc * dt
+        d_hi = max(hi_q - q[i] - 0.5 * v_prev[i] * dt, 0.0)
+        d_lo = max(q[i] - lo_q + 0.5 * v_prev[i] * dt, 0.0)
+        cap_hi = -half + np.sqrt(half * half + 2.0 * acc * d_hi)
+        cap_lo = -half + np.sqrt(half * half + 2.0 * acc * d_lo)
+        hi[i] = min(v_max[i], v_prev[i] + acc * dt, cap_hi,
+                    2.0 * (hi_q - q[i]) / dt - v_prev[i])
+        lo[i] = max(-v_max[i], v_prev[i] - acc * dt, -cap_lo,
+                    2.0 * (lo_q - q[i]) / dt - v_prev[i])
 
 
 @njit(cache=True, nogil=True)
