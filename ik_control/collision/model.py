@@ -38,6 +38,7 @@ import xml.etree.ElementTree as ET
 import coal
 from ik_control.collision import gjk
 from ik_control.collision.shapes import bounding_sphere, convex_hull, scene_geometry
+from ik_control.kinematics import kernels
 from ik_control.validation import InputError, ModelError
 from numba import njit
 import numpy as np
@@ -192,12 +193,41 @@ class CollisionModel:
         self._dofs = [ancestors[j + 1] & controlled for j in joint]  # controlled joints above
         self.moving = np.array([d.any() for d in self._dofs], dtype=bool)
         self.adjacent = adjacent_links(xml)
+        self.lever = self._lever_arms()
         self.scene = []
         self.set_disabled(disabled_pairs_from_srdf(srdf) if srdf is not None else set())
         self._request = coal.DistanceRequest()
         self._result = coal.DistanceResult()
 
     # ------------------------------------------------------------------ pairs
+    def _lever_arms(self):
+        """
+        Return ``r_j`` [m per rad; 1 for a prismatic joint], per controlled joint.
+
+        How far any shape point joint ``j`` moves can be from its axis: along the chain
+        down to the shape, the joint-to-joint offsets plus the shape's bounding sphere
+        (the planner's segment bound, planning/collision.py). A point moves at most
+        ``sum_j r_j |dq_j|`` when the joints turn by ``dq``.
+        """
+        model = self.model
+        pm = model.pin_model
+        joint, local, centre, radius = self._robot
+        reach = np.zeros(pm.njoints)
+        for g in range(self.robot_count):
+            j = int(joint[g]) + 1
+            r = np.linalg.norm(local[g, :3, :3] @ centre[g] + local[g, :3, 3]) + radius[g]
+            while j > 0:
+                reach[j] = max(reach[j], r)
+                r += np.linalg.norm(pm.jointPlacements[j].translation)
+                j = pm.parents[j]
+        lever = np.zeros(model.nq)
+        for t in range(pm.njoints - 1):
+            c = model.ctrl_index[t]
+            if c >= 0:
+                r = reach[t + 1] if model.kind[t] == kernels.JOINT_REVOLUTE else 1.0
+                lever[c] += abs(model.multiplier[t]) * r
+        return lever
+
     def relevant_self_pairs(self):
         """Return the robot shape pairs some controlled joint moves apart, links not adjacent."""
         pairs = []
@@ -351,6 +381,30 @@ class CollisionModel:
         n = self.near_pairs(ws.joint_T, within)
         keep = self.distance[:n] <= within
         return self.pair_index[:n][keep].copy(), self.distance[:n][keep].copy()
+
+    def segment_clear(self, q0, q1, clearance, resolution=0.02):
+        """
+        Whether the straight joint motion ``q0 -> q1`` keeps the pairs apart.
+
+        Samples ``n = ceil(sum_j r_j |q1_j - q0_j| / resolution)`` steps (:attr:`lever`:
+        no point moves more than ``resolution`` [m] between two samples), the end first.
+        A pair must stay more than ``clearance + resolution / 2`` [m] apart at every
+        sample (so ``clearance`` apart all along); a pair nearer than that at ``q0`` (an
+        arm stopped by the collision stage) may not come nearer than it was, less
+        ``resolution / 2``.
+        """
+        q0 = np.asarray(q0, dtype=float)
+        q1 = np.asarray(q1, dtype=float)
+        within = clearance + 0.5 * resolution
+        floor = np.full(len(self.pairs), within)
+        rows, d = self.distances(q0, within=within)
+        floor[rows] = d - 0.5 * resolution
+        n = max(1, int(np.ceil(float(self.lever @ np.abs(q1 - q0)) / resolution)))
+        for k in [n] + list(range(1, n)):
+            rows, d = self.distances(q0 + (k / n) * (q1 - q0), within=within)
+            if np.any(d < floor[rows]):
+                return False
+        return True
 
     def closest(self, q):
         """Return ``(distance [m], pair name)`` of the closest checked pair at ``q``."""

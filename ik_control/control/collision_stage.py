@@ -5,9 +5,9 @@ For every checked pair (:class:`~ik_control.collision.model.CollisionModel`: the
 own links, and its links against the scene) that this tick's motion could bring within
 reach -- nearer than ``influence`` [m], or than ``security`` plus the most any point can
 travel over the tick and its braking tail (``sum_j r_j (|v_j| h + (|v_j| + a_j h)^2 /
-(2 a_j))``, ``r_j`` the largest lever arm of joint ``j`` over the shapes it moves) -- with
-signed
-distance ``d``, witness points ``p_a``, ``p_b`` and unit normal ``n`` from ``a`` to ``b``,
+(2 a_j))``, ``r_j`` the largest lever arm of joint ``j`` over the shapes it moves,
+:attr:`CollisionModel.lever <ik_control.collision.model.CollisionModel.lever>`) -- with
+signed distance ``d``, witness points ``p_a``, ``p_b`` and unit normal ``n`` from ``a`` to ``b``,
 the rate of the distance is linear in the joint velocity ``v``::
 
     d_dot = n^T (Jp_b(p_b) - Jp_a(p_a)) v = c^T v      (Jp: position Jacobian of a point)
@@ -34,7 +34,9 @@ and the stage bounds it by two rows:
 Both use ``max(d - d_s, 0)``: a pair found inside the security distance may not come
 nearer, and is not pushed apart by a robot at rest.
 
-The stage changes the desired velocity ``v_des`` only when it breaks a row: then
+The stage changes the desired velocity ``v_des`` only when the velocity the limiter would
+make of it (:func:`limits.limit_velocity`: what the robot does this tick) breaks a row:
+then
 
     min_v  |J (v - v_des)|^2 + mu |v - v_des|^2
     s.t.   rows 1 and 2 of every near pair,
@@ -65,33 +67,6 @@ TASK_REGULARIZATION = 1e-3  # mu of the objective (module docstring)
 _INF = 1e30
 _REVOLUTE = kernels.JOINT_REVOLUTE
 SOFT = 8        # DAQP's sense of a soft constraint
-
-
-def lever_arms(model, cm):
-    """
-    Return ``r_j`` [m per rad; 1 for a prismatic joint], per controlled joint.
-
-    How far any shape point joint ``j`` moves can be from its axis: along the chain down
-    to the shape, the joint-to-joint offsets plus the shape's bounding sphere (the
-    planner's segment bound, planning/collision.py).
-    """
-    pm = model.pin_model
-    reach = np.zeros(pm.njoints)
-    for g in range(cm.robot_count):
-        j = int(cm.shape_joints[g]) + 1
-        local = cm._local[g]
-        r = np.linalg.norm(local[:3, :3] @ cm._centre[g] + local[:3, 3]) + cm._radius[g]
-        while j > 0:
-            reach[j] = max(reach[j], r)
-            r += np.linalg.norm(pm.jointPlacements[j].translation)
-            j = pm.parents[j]
-    lever = np.zeros(model.nq)
-    for t in range(pm.njoints - 1):
-        c = model.ctrl_index[t]
-        if c >= 0:
-            r = reach[t + 1] if model.kind[t] == _REVOLUTE else 1.0
-            lever[c] += abs(model.multiplier[t]) * r
-    return lever
 
 
 @njit(cache=True, nogil=True)
@@ -138,14 +113,14 @@ def approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_a
 @njit(cache=True, nogil=True)
 def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_joint, pairs,
                 pair_index, distance, point_a, point_b, normal, count, within, influence,
-                security, gain, h, v_prev, a_max, v_des, near, c, k, bound):
+                security, gain, h, v_prev, a_max, v, near, c, k, bound):
     """
     Build both rows (module docstring) of every measured pair nearer than ``within``.
 
     Of the ``count`` measured rows, those nearer than ``within`` go to ``near[:m]``, their
     ``c`` to ``c[:m]``, the braking coefficients to ``k`` (per joint), the soft bounds to
     ``bound[:m]`` (``_INF`` beyond the influence distance) and the hard ones to
-    ``bound[m:2m]``. Returns ``(m, nearest measured row or -1, whether v_des breaks a row)``.
+    ``bound[m:2m]``. Returns ``(m, nearest measured row or -1, whether ``v`` breaks a row)``.
     """
     n = v_prev.shape[0]
     for j in range(n):
@@ -170,8 +145,8 @@ def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_jo
         tail = 0.0
         held = 0.0
         for j in range(n):
-            rate += c[r, j] * v_des[j]
-            tail += c[r, j] * k[j] * v_des[j]
+            rate += c[r, j] * v[j]
+            tail += c[r, j] * k[j] * v[j]
             held += c[r, j] * v_prev[j]
         soft = gain * room if distance[i] < influence else _INF
         hard = room + held * 0.5 * h
@@ -251,8 +226,9 @@ class CollisionStage:
         self._q_last = np.zeros(n)   # the last tick's knot (motion_reach)
         self._started = False
         self._lo, self._hi = np.zeros(n), np.zeros(n)
+        self._v_limited = np.zeros(n)
         m = model
-        self.lever = lever_arms(model, collision_model)
+        self.lever = collision_model.lever
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
                         m.ctrl_index.astype(np.int64), m._joint_ancestors)
         self._compile()
@@ -270,7 +246,7 @@ class CollisionStage:
         limits.velocity_box(v, v, v - 1.0, v + 1.0, 0.0, np.ones(n), np.ones(n), 0.001,
                             self._lo, self._hi)
 
-    def _rows(self, joint_T, count, within, h, v_prev, a_max, v_des):
+    def _rows(self, joint_T, count, within, h, v_prev, a_max, v):
         """Run :func:`damper_rows` on the model's ``count`` measured pairs (sized to them)."""
         cm = self.cm
         P = len(cm.pairs)
@@ -282,7 +258,7 @@ class CollisionStage:
         return damper_rows(joint_T, *self._tables, cm.shape_joints, cm.pairs, cm.pair_index,
                            cm.distance, cm.point_a, cm.point_b, cm.normal, count, within,
                            self.influence, self.security, self.gain, h, v_prev, a_max,
-                           v_des, self._near, self._c, self._k, self._bound)
+                           v, self._near, self._c, self._k, self._bound)
 
     @property
     def closest_pair(self):
@@ -304,7 +280,13 @@ class CollisionStage:
             self.travel += travel
         self._started = True
         count = cm.near_pairs(joint_T, within, self.travel)
-        m, nearest, broken = self._rows(joint_T, count, within, h, v_prev, a_max, v_des)
+        # the rows are tested on the velocity the limiter will command, not on v_des: a
+        # v_des beyond the acceleration limit that turns away from a pair is not what the
+        # robot does this tick
+        limits.limit_velocity(q, v_prev, v_des, lower, upper, margin, v_max, a_max, h,
+                              self._v_limited)
+        m, nearest, broken = self._rows(joint_T, count, within, h, v_prev, a_max,
+                                        self._v_limited)
         self.rows = 0
         if nearest < 0:
             self.closest_distance, self._closest_row = np.inf, -1

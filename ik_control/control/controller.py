@@ -264,10 +264,21 @@ class ResolvedRateController(GoalInputs):
             self.referee.collision = self.collision
             self.referee.unreachable_time = config.unreachable_time
 
-    def _collision_free(self, q):
-        """Whether every checked pair is at least the security distance apart at ``q``."""
+    def _collision_free(self, q_from, q):
+        """
+        Whether the fallback's solution ``q`` keeps the pairs the security distance apart.
+
+        For the joint strategy, all along the straight joint motion from ``q_from`` (the
+        approach's path: the limiter scales the velocity ``K (q* - q)`` uniformly, so it
+        stays on that line), with the sampled check of
+        :meth:`~ik_control.collision.model.CollisionModel.segment_clear`; for the posture
+        strategy, at ``q``.
+        """
         check = self._ik_check  # (the fallback's thread: not the tick's model)
-        return check.distances(q, within=self.collision.security)[0].size == 0
+        security = self.collision.security
+        if self.config.fallback_strategy == 'joint':
+            return check.segment_clear(q_from, q, security)
+        return check.distances(q, within=security)[0].size == 0
 
     def _allow_start_contacts(self):
         """

@@ -94,9 +94,10 @@ class IkFallback:
         self.uses = 0
         self.approach = None
         self.posture = None
-        #: ``accept(q) -> bool``, or None: a solution it refuses (the collision stage's:
-        #: a pair nearer than the security distance) is solved again from a random start,
-        #: within the same time budget; called on the solving thread
+        #: ``accept(q_seed, q) -> bool``, or None: a solution it refuses (the collision
+        #: stage's: a pair nearer than the security distance at ``q``, or on the way from
+        #: ``q_seed``) is solved again from a random start, within the same time budget;
+        #: called on the solving thread
         self.accept = None
         self._z, self._dq = np.zeros(n), np.zeros(n)
         self._H, self._beta = np.zeros((n, m)), np.zeros(m)
@@ -207,7 +208,7 @@ class IkFallback:
             start = time.thread_time()
             result = ik.solve(targets, q_seed, budget, rng=rng)
             rejected = 0
-            while result.success and accept is not None and not accept(result.q):
+            while result.success and accept is not None and not accept(q_seed, result.q):
                 rejected += 1
                 left = budget - (time.thread_time() - start)
                 if left <= 0.0:
