@@ -193,7 +193,9 @@ class CollisionModel:
         self._dofs = [ancestors[j + 1] & controlled for j in joint]  # controlled joints above
         self.moving = np.array([d.any() for d in self._dofs], dtype=bool)
         self.adjacent = adjacent_links(xml)
-        self.lever = self._lever_arms()
+        self.shape_lever = self._lever_arms()
+        #: ``r_j`` [m per rad]: how far any robot point can be from joint ``j``'s axis
+        self.lever = self.shape_lever.max(axis=0, initial=0.0)
         self.scene = []
         self.set_disabled(disabled_pairs_from_srdf(srdf) if srdf is not None else set())
         self._request = coal.DistanceRequest()
@@ -202,31 +204,29 @@ class CollisionModel:
     # ------------------------------------------------------------------ pairs
     def _lever_arms(self):
         """
-        Return ``r_j`` [m per rad; 1 for a prismatic joint], per controlled joint.
+        Return ``R`` [m per rad; 1 for a prismatic joint], robot shapes x controlled joints.
 
-        How far any shape point joint ``j`` moves can be from its axis: along the chain
-        down to the shape, the joint-to-joint offsets plus the shape's bounding sphere
-        (the planner's segment bound, planning/collision.py). A point moves at most
-        ``sum_j r_j |dq_j|`` when the joints turn by ``dq``.
+        ``R[g, j]``: how far any point of shape ``g`` can be from the axis of joint ``j``
+        (0 where ``j`` does not move it): along the chain up from the shape, the joint-to-
+        joint offsets plus the shape's bounding sphere (the planner's segment bound,
+        planning/collision.py). A point of ``g`` moves at most ``sum_j R[g, j] |dq_j|``
+        when the joints turn by ``dq``.
         """
         model = self.model
         pm = model.pin_model
         joint, local, centre, radius = self._robot
-        reach = np.zeros(pm.njoints)
+        R = np.zeros((self.robot_count, model.nq))
         for g in range(self.robot_count):
-            j = int(joint[g]) + 1
+            t = int(joint[g])
             r = np.linalg.norm(local[g, :3, :3] @ centre[g] + local[g, :3, 3]) + radius[g]
-            while j > 0:
-                reach[j] = max(reach[j], r)
-                r += np.linalg.norm(pm.jointPlacements[j].translation)
-                j = pm.parents[j]
-        lever = np.zeros(model.nq)
-        for t in range(pm.njoints - 1):
-            c = model.ctrl_index[t]
-            if c >= 0:
-                r = reach[t + 1] if model.kind[t] == kernels.JOINT_REVOLUTE else 1.0
-                lever[c] += abs(model.multiplier[t]) * r
-        return lever
+            while t >= 0:
+                c = model.ctrl_index[t]
+                if c >= 0:
+                    arm = r if model.kind[t] == kernels.JOINT_REVOLUTE else 1.0
+                    R[g, c] += abs(model.multiplier[t]) * arm
+                r += np.linalg.norm(pm.jointPlacements[t + 1].translation)
+                t = pm.parents[t + 1] - 1
+        return R
 
     def relevant_self_pairs(self):
         """Return the robot shape pairs some controlled joint moves apart, links not adjacent."""
@@ -294,6 +294,17 @@ class CollisionModel:
         self._last_d = np.full(P, -np.inf)      # near_pairs' temporal coherence: each pair's
         self._last_travel = np.zeros(P)         # last distance and the travel then
         self._pair_list = [tuple(p) for p in self.pairs.tolist()]
+        # per pair, R of the shapes over the joints that move one relative to the other
+        none = np.zeros_like(self._dofs[0]) if self._dofs else np.zeros(0, dtype=bool)
+        dofs = self._dofs + [none] * len(geoms)
+        ctrl = self.model.ctrl_index
+        R = np.concatenate([self.shape_lever, np.zeros((len(geoms), self.model.nq))])
+        self._pair_lever = np.zeros((P, self.model.nq))
+        for k, (a, b) in enumerate(self._pair_list):
+            for g, other in ((a, b), (b, a)):
+                only = ctrl[np.flatnonzero(dofs[g] & ~dofs[other])]
+                only = only[only >= 0]
+                self._pair_lever[k, only] += R[g, only]
 
     def pair_name(self, k):
         """Readable name of pair ``k`` (a row of :attr:`pairs`): the two links or obstacle."""
@@ -382,28 +393,55 @@ class CollisionModel:
         keep = self.distance[:n] <= within
         return self.pair_index[:n][keep].copy(), self.distance[:n][keep].copy()
 
-    def segment_clear(self, q0, q1, clearance, resolution=0.02):
+    def segment_clear(self, q0, q1, clearance, resolution=0.02, look=0.1):
         """
         Whether the straight joint motion ``q0 -> q1`` keeps the pairs apart.
 
-        Samples ``n = ceil(sum_j r_j |q1_j - q0_j| / resolution)`` steps (:attr:`lever`:
-        no point moves more than ``resolution`` [m] between two samples), the end first.
-        A pair must stay more than ``clearance + resolution / 2`` [m] apart at every
-        sample (so ``clearance`` apart all along); a pair nearer than that at ``q0`` (an
-        arm stopped by the collision stage) may not come nearer than it was, less
-        ``resolution / 2``.
+        Conservative advancement: over the segment, the shapes of pair ``k`` move at most
+        ``L_k = sum_j R_kj |q1_j - q0_j|`` [m] relative to each other (``R_kj``: the lever
+        arm of joint ``j`` over the shape it moves and the other not; :attr:`shape_lever`),
+        so from a sample
+        where pair ``k`` has ``gap_k`` [m] of room beyond its least distance, the next
+        sample may lie ``min_k gap_k / L_k`` further along: nothing can close that room
+        in between. The least distance is ``clearance`` [m]; a pair nearer than
+        ``clearance + resolution / 2`` at ``q0`` (an arm stopped by the collision stage)
+        may not come more than ``resolution`` nearer than it was. The segment is refused
+        where a pair has less room than ``resolution / 2`` [m] at a sample, so a step
+        over which no point moves more than ``resolution`` is sound too (every point of
+        the motion lies within ``resolution / 2`` of a sample): the longer of the two
+        steps is taken. Pairs are
+        measured within ``look`` [m] of their least distance (the others have at least
+        that much room). The end is checked first.
         """
         q0 = np.asarray(q0, dtype=float)
         q1 = np.asarray(q1, dtype=float)
-        within = clearance + 0.5 * resolution
-        floor = np.full(len(self.pairs), within)
-        rows, d = self.distances(q0, within=within)
-        floor[rows] = d - 0.5 * resolution
-        n = max(1, int(np.ceil(float(self.lever @ np.abs(q1 - q0)) / resolution)))
-        for k in [n] + list(range(1, n)):
-            rows, d = self.distances(q0 + (k / n) * (q1 - q0), within=within)
-            if np.any(d < floor[rows]):
+        least = np.full(len(self.pairs), float(clearance))
+        rows, d = self.distances(q0, within=clearance + 0.5 * resolution)
+        least[rows] = np.minimum(least[rows], d - resolution)
+        span = self._pair_lever @ np.abs(q1 - q0)
+        if not span.any():
+            return True
+        within = clearance + look
+        far_step = look / span.max()
+        near_step = resolution / span.max()  # no point moves more than resolution
+
+        def step(t):  # the room at q(t) as a step along the segment; -1: too little room
+            rows, d = self.distances(q0 + t * (q1 - q0), within=within)
+            gap = d - least[rows]
+            if np.any(gap < 0.5 * resolution):
+                return -1.0
+            moving = span[rows] > 0.0
+            advance = float(np.min(gap[moving] / span[rows][moving], initial=np.inf))
+            return min(far_step, max(advance, near_step))
+
+        if step(1.0) < 0.0:
+            return False
+        t = 0.0
+        while t < 1.0:
+            s = step(t)
+            if s < 0.0:
                 return False
+            t += s
         return True
 
     def closest(self, q):

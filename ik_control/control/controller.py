@@ -49,6 +49,7 @@ then handed an input read later, then the tick, shifted everything it keeps each
 
 from dataclasses import replace
 import math
+import time
 from typing import NamedTuple
 
 from ik_control.collision.model import CollisionModel
@@ -74,6 +75,8 @@ import numpy as np
 
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
+VIA_TRIES = 4      # via points tried per blocked fallback solution (_collision_free)
+VIA_SPREAD = 0.6   # their spread about the middle of the blocked line [rad]
 
 
 # status bits as plain ints: IntFlag's | costs microseconds a tick (``status`` is an int
@@ -178,6 +181,7 @@ class ResolvedRateController(GoalInputs):
                                   self.model.upper, 0.0, self.v_max, self.a_max, self.dt,
                                   self._v_out)
         limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
+        join_velocity(q, q, self.v_max, self.a_max, self._v_out)  # re-seed, fallback approach
         GoalSet(self.model.end_effector_names, EventQueue()).judge(
             self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
         frame_T = self.solver.ws.frame_T
@@ -264,21 +268,34 @@ class ResolvedRateController(GoalInputs):
             self.referee.collision = self.collision
             self.referee.unreachable_time = config.unreachable_time
 
-    def _collision_free(self, q_from, q):
+    def _collision_free(self, q_from, q, rng, deadline):
         """
-        Whether the fallback's solution ``q`` keeps the pairs the security distance apart.
+        Return the way to the fallback's solution ``q`` that keeps the pairs apart, or None.
 
-        For the joint strategy, all along the straight joint motion from ``q_from`` (the
-        approach's path: the limiter scales the velocity ``K (q* - q)`` uniformly, so it
-        stays on that line), with the sampled check of
-        :meth:`~ik_control.collision.model.CollisionModel.segment_clear`; for the posture
-        strategy, at ``q``.
+        For the joint strategy, the straight joint motion from ``q_from`` (the approach's
+        path: :func:`~ik_control.control.robot_link.join_velocity` keeps to the line), with
+        the check of :meth:`~ik_control.collision.model.CollisionModel.segment_clear`:
+        ``[q]``; where that line is blocked, one via point ``w`` with both lines clear,
+        ``[w, q]``, drawn about the line's middle (:data:`VIA_SPREAD`) up to
+        :data:`VIA_TRIES` times while the solving thread's CPU clock is before
+        ``deadline``. For the posture strategy, ``[q]`` if ``q`` itself is clear.
         """
         check = self._ik_check  # (the fallback's thread: not the tick's model)
         security = self.collision.security
-        if self.config.fallback_strategy == 'joint':
-            return check.segment_clear(q_from, q, security)
-        return check.distances(q, within=security)[0].size == 0
+        if check.distances(q, within=security)[0].size:
+            return None
+        if self.config.fallback_strategy != 'joint' or check.segment_clear(q_from, q, security):
+            return [q]
+        model = self.model
+        margin = self.config.position_margin
+        lo, hi = model.lower + margin, model.upper - margin
+        for _ in range(VIA_TRIES):
+            if time.thread_time() > deadline:
+                break
+            w = np.clip(0.5 * (q_from + q) + rng.normal(0.0, VIA_SPREAD, q.size), lo, hi)
+            if check.segment_clear(q_from, w, security) and check.segment_clear(w, q, security):
+                return [w, q]
+        return None
 
     def _allow_start_contacts(self):
         """

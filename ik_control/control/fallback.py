@@ -93,11 +93,15 @@ class IkFallback:
         self.serving = np.zeros(ne, dtype=bool)
         self.uses = 0
         self.approach = None
+        self.via = []          # joint strategy: configurations to pass first, in order
         self.posture = None
-        #: ``accept(q_seed, q) -> bool``, or None: a solution it refuses (the collision
-        #: stage's: a pair nearer than the security distance at ``q``, or on the way from
-        #: ``q_seed``) is solved again from a random start, within the same time budget;
-        #: called on the solving thread
+        #: ``accept(q_seed, q, rng, deadline) -> list of configurations, or None``; or
+        #: None. It gives the way to a solution ``q`` (``[q]``, or via points first) or
+        #: refuses it (the collision stage's: a pair nearer than the security distance at
+        #: ``q``, or on every way from ``q_seed`` it tried before the solving thread's
+        #: ``time.thread_time()`` reaches ``deadline``); a refused solution is solved
+        #: again from a random start, within the same time budget. Called on the solving
+        #: thread
         self.accept = None
         self._z, self._dq = np.zeros(n), np.zeros(n)
         self._H, self._beta = np.zeros((n, m)), np.zeros(m)
@@ -145,7 +149,7 @@ class IkFallback:
         done = self.poll()
         if done is None:
             return None
-        (asked_ids, which), result = done
+        (asked_ids, which), (result, way) = done
         self.seeking[which] = False
         if not np.array_equal(asked_ids[which], goal_ids[which]):
             return None  # those goals were replaced meanwhile
@@ -154,13 +158,23 @@ class IkFallback:
             self.serving[:] = which
             if strategy == 'joint':
                 self.approach = result.q
+                self.via = list(way[:-1])
             else:
                 self.posture = result.q
         return which, result
 
     def approach_done(self, q):
         """Whether every joint of ``q`` is within :data:`HANDBACK` of the approach's goal."""
-        return bool(np.max(np.abs(self.approach - q)) < HANDBACK)
+        return not self.via and bool(np.max(np.abs(self.approach - q)) < HANDBACK)
+
+    def waypoint(self, q):
+        """
+        Return where the joint-space approach heads from ``q``: the next via point, else
+        the solution (a via point within :data:`HANDBACK` of ``q`` is passed).
+        """
+        if self.via and np.max(np.abs(self.via[0] - q)) < HANDBACK:
+            self.via.pop(0)
+        return self.via[0] if self.via else self.approach
 
     def posture_step(self, J, q, scale, active):
         """
@@ -183,6 +197,7 @@ class IkFallback:
             self.seeking[:] = False
         if self.serving[i]:
             self.approach = self.posture = None
+            self.via = []
             self.serving[:] = False
 
     @property
@@ -208,14 +223,17 @@ class IkFallback:
             start = time.thread_time()
             result = ik.solve(targets, q_seed, budget, rng=rng)
             rejected = 0
-            while result.success and accept is not None and not accept(q_seed, result.q):
+            while result.success and accept is not None:
+                way = accept(q_seed, result.q, rng, start + budget)
+                if way is not None:
+                    return replace(result, rejected=rejected), way
                 rejected += 1
                 left = budget - (time.thread_time() - start)
                 if left <= 0.0:
-                    return replace(result, success=False, rejected=rejected)
+                    return replace(result, success=False, rejected=rejected), None
                 seed = model.random_configurations(1, rng)[0]
                 result = ik.solve(targets, seed, left, rng=rng)
-            return replace(result, rejected=rejected)
+            return replace(result, rejected=rejected), [result.q]
 
         self.requests += 1
         self._key = key

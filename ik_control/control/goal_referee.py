@@ -206,7 +206,7 @@ class GoalReferee:
             self.events.post('fallback_handback', 'info', 'joint-space approach done: '
                              'Cartesian tracking from here')
             return
-        join_velocity(q_cmd, fallback.approach, v_max, a_max, out)
+        join_velocity(q_cmd, fallback.waypoint(q_cmd), v_max, a_max, out)
 
     def end_fallback(self, i):
         """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""

@@ -34,6 +34,7 @@ import enum
 import math
 
 from ik_control.validation import InputError
+from numba import njit
 import numpy as np
 
 __all__ = ['CONFIRM_SAMPLES', 'ConfirmingRun', 'join_velocity', 'LinkState', 'PlausibilityFilter',
@@ -178,17 +179,32 @@ class PlausibilityFilter:
 
 def join_velocity(q_cmd, q_target, v_max, a_max, out):
     """
-    Velocity that brings ``q_cmd`` to ``q_target`` and stops there: ``out`` (re-seed join).
+    Velocity along the straight joint line to ``q_target`` that stops there: ``out``.
 
-    Per joint with ``e = q_target - q_cmd``: ``sign(e) min(v_max, sqrt(2 c a_max |e|))``
-    (``c`` = ``JOIN_BRAKING``): the speed from which the joint can still brake to rest at
-    the target within its acceleration limit. The limiter then bounds the step by the
-    velocity, acceleration and position limits (:func:`limits.limit_velocity`).
+    With ``e = q_target - q_cmd``, each joint's cap ``min(v_max, sqrt(2 c a_max |e|))``
+    (``c`` = ``JOIN_BRAKING``: the speed from which it can still brake to rest at the
+    target within its acceleration limit), and ``out = s e`` with the one scale
+    ``s = min_j cap_j / |e_j|``: every joint arrives together, so the motion stays on the
+    segment (the re-seed join; the fallback's approach, whose segment the collision check
+    cleared). The limiter then bounds the step by the velocity, acceleration and position
+    limits (:func:`limits.limit_velocity`; its scaling is uniform too).
     """
-    e = q_target - q_cmd
-    np.sqrt(2.0 * JOIN_BRAKING * a_max * np.abs(e), out=out)
-    np.minimum(out, v_max, out=out)
-    out *= np.sign(e)
+    return _join_velocity(q_cmd, q_target, v_max, a_max, JOIN_BRAKING, out)
+
+
+@njit(cache=True, nogil=True)
+def _join_velocity(q_cmd, q_target, v_max, a_max, braking, out):
+    """Compiled :func:`join_velocity`."""
+    scale = np.inf
+    for j in range(q_cmd.shape[0]):
+        e = abs(q_target[j] - q_cmd[j])
+        if e > 0.0:
+            cap = min(v_max[j], np.sqrt(2.0 * braking * a_max[j] * e))
+            scale = min(scale, cap / e)
+    if scale == np.inf:
+        scale = 0.0
+    for j in range(q_cmd.shape[0]):
+        out[j] = scale * (q_target[j] - q_cmd[j])
     return out
 
 
