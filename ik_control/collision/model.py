@@ -405,7 +405,7 @@ class CollisionModel:
         sample may lie ``min_k gap_k / L_k`` further along: nothing can close that room
         in between. The least distance is ``clearance`` [m]; a pair nearer than
         ``clearance + resolution / 2`` at ``q0`` (an arm stopped by the collision stage)
-        may not come more than ``resolution`` nearer than it was. The segment is refused
+        may not come nearer than it was at any sample (``resolution / 2`` between them). The segment is refused
         where a pair has less room than ``resolution / 2`` [m] at a sample, so a step
         over which no point moves more than ``resolution`` is sound too (every point of
         the motion lies within ``resolution / 2`` of a sample): the longer of the two
@@ -417,7 +417,7 @@ class CollisionModel:
         q1 = np.asarray(q1, dtype=float)
         least = np.full(len(self.pairs), float(clearance))
         rows, d = self.distances(q0, within=clearance + 0.5 * resolution)
-        least[rows] = np.minimum(least[rows], d - resolution)
+        least[rows] = np.minimum(least[rows], d - 0.5 * resolution)
         span = self._pair_lever @ np.abs(q1 - q0)
         if not span.any():
             return True

@@ -26,8 +26,12 @@ import numpy as np
 __all__ = ['GoalReferee']
 
 #: A joint-space approach that the collision stage bounds this many ``unreachable_time``
-#: in a row is blocked: its goals are unreachable for COLLISION
+#: in a row, with no progress (:data:`APPROACH_PROGRESS`) for one ``unreachable_time``, is
+#: blocked: its goals are unreachable for COLLISION
 APPROACH_BLOCKED = 2.0
+#: progress of an approach: its largest joint distance to the next waypoint falls by this
+#: fraction of itself [-]
+APPROACH_PROGRESS = 0.01
 
 
 class GoalReferee:
@@ -56,6 +60,8 @@ class GoalReferee:
         self._meas_ws = model.workspace()  # FK of the measured state
         self.collision = None       # the controller's CollisionStage, or None
         self.blocked_since = None   # since when the collision stage bounds the motion [s]
+        self._approach_left = np.inf   # the approach's least distance to its waypoint so
+        self._approach_time = 0.0      # far [rad], and when it last fell (APPROACH_PROGRESS)
 
     def collision_reason(self):
         """'COLLISION: ...' naming the nearest pair while the collision stage bounds, or ''."""
@@ -168,6 +174,7 @@ class GoalReferee:
                       f'{result.position_error:.3g} m, {result.rotation_error:.3g} rad)')
             return
         self.goals.restart_progress(which, now)
+        self._approach_left = np.inf  # a new approach: its progress from here
         self.events.post('fallback_found', 'info',
                          f'position IK solution in {1e3 * result.seconds:.3g} ms (error '
                          f'{result.position_error:.2g} m): '
@@ -183,8 +190,13 @@ class GoalReferee:
         ``HANDBACK`` of the solution.
         """
         fallback = self.fallback
+        target = fallback.waypoint(q_cmd)
+        left = float(np.max(np.abs(target - q_cmd)))
+        if left < (1.0 - APPROACH_PROGRESS) * self._approach_left or left > self._approach_left:
+            self._approach_left, self._approach_time = left, now  # (a new waypoint: above)
         if (self.blocked_since is not None
-                and now - self.blocked_since > APPROACH_BLOCKED * self.unreachable_time):
+                and now - self.blocked_since > APPROACH_BLOCKED * self.unreachable_time
+                and now - self._approach_time > self.unreachable_time):
             # the straight joint-space path to the IK's configuration runs into a pair:
             # another solution may have a free path (the goal asks again when it stalls),
             # unless its tries are spent
@@ -206,7 +218,7 @@ class GoalReferee:
             self.events.post('fallback_handback', 'info', 'joint-space approach done: '
                              'Cartesian tracking from here')
             return
-        join_velocity(q_cmd, fallback.waypoint(q_cmd), v_max, a_max, out)
+        join_velocity(q_cmd, target, v_max, a_max, out)
 
     def end_fallback(self, i):
         """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""
