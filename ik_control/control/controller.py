@@ -270,7 +270,9 @@ class ResolvedRateController(GoalInputs):
 
     def _collision_free(self, q_from, q, rng, deadline):
         """
-        Return the way to the fallback's solution ``q`` that keeps the pairs apart, or None.
+        Return ``(clear, way)``: whether ``q`` keeps the pairs apart, and a way there.
+
+        The way keeps the pairs the security distance apart (None: none found).
 
         For the joint strategy, the straight joint motion from ``q_from`` (the approach's
         path: :func:`~ik_control.control.robot_link.join_velocity` keeps to the line), with
@@ -283,9 +285,9 @@ class ResolvedRateController(GoalInputs):
         check = self._ik_check  # (the fallback's thread: not the tick's model)
         security = self.collision.security
         if check.distances(q, within=security)[0].size:
-            return None
+            return False, None
         if self.config.fallback_strategy != 'joint' or check.segment_clear(q_from, q, security):
-            return [q]
+            return True, [q]
         model = self.model
         margin = self.config.position_margin
         lo, hi = model.lower + margin, model.upper - margin
@@ -294,8 +296,8 @@ class ResolvedRateController(GoalInputs):
                 break
             w = np.clip(0.5 * (q_from + q) + rng.normal(0.0, VIA_SPREAD, q.size), lo, hi)
             if check.segment_clear(q_from, w, security) and check.segment_clear(w, q, security):
-                return [w, q]
-        return None
+                return True, [w, q]
+        return True, None
 
     def _allow_start_contacts(self):
         """

@@ -95,13 +95,14 @@ class IkFallback:
         self.approach = None
         self.via = []          # joint strategy: configurations to pass first, in order
         self.posture = None
-        #: ``accept(q_seed, q, rng, deadline) -> list of configurations, or None``; or
-        #: None. It gives the way to a solution ``q`` (``[q]``, or via points first) or
-        #: refuses it (the collision stage's: a pair nearer than the security distance at
-        #: ``q``, or on every way from ``q_seed`` it tried before the solving thread's
-        #: ``time.thread_time()`` reaches ``deadline``); a refused solution is solved
-        #: again from a random start, within the same time budget. Called on the solving
-        #: thread
+        #: ``accept(q_seed, q, rng, deadline) -> (clear, way)``, or None. ``clear``: the
+        #: solution ``q`` itself keeps the pairs apart; ``way``: a list of configurations
+        #: that leads there clear of contact (``[q]``, or via points first), or None if
+        #: none was found before the solving thread's ``time.thread_time()`` reached
+        #: ``deadline``. Without a way another solution is sought from a random start,
+        #: within the same time budget; when the budget runs out, the first clear
+        #: solution is taken (the collision stage guards the approach). Called on the
+        #: solving thread
         self.accept = None
         self._z, self._dq = np.zeros(n), np.zeros(n)
         self._H, self._beta = np.zeros((n, m)), np.zeros(m)
@@ -223,17 +224,23 @@ class IkFallback:
             start = time.thread_time()
             result = ik.solve(targets, q_seed, budget, rng=rng)
             rejected = 0
+            unchecked = None  # a solution clear itself, no clear way to it found
             while result.success and accept is not None:
-                way = accept(q_seed, result.q, rng, start + budget)
+                clear, way = accept(q_seed, result.q, rng, start + budget)
                 if way is not None:
                     return replace(result, rejected=rejected), way
+                if clear and unchecked is None:
+                    unchecked = result
                 rejected += 1
                 left = budget - (time.thread_time() - start)
                 if left <= 0.0:
-                    return replace(result, success=False, rejected=rejected), None
+                    result = replace(result, success=False)
+                    break
                 seed = model.random_configurations(1, rng)[0]
                 result = ik.solve(targets, seed, left, rng=rng)
-            return replace(result, rejected=rejected), [result.q]
+            if not result.success and unchecked is not None:
+                result = unchecked  # the budget is spent: the stage guards the line to it
+            return replace(result, rejected=rejected), [result.q] if result.success else None
 
         self.requests += 1
         self._key = key
