@@ -400,18 +400,17 @@ class CollisionModel:
         Conservative advancement: over the segment, the shapes of pair ``k`` move at most
         ``L_k = sum_j R_kj |q1_j - q0_j|`` [m] relative to each other (``R_kj``: the lever
         arm of joint ``j`` over the shape it moves and the other not; :attr:`shape_lever`),
-        so from a sample
-        where pair ``k`` has ``gap_k`` [m] of room beyond its least distance, the next
-        sample may lie ``min_k gap_k / L_k`` further along: nothing can close that room
-        in between. The least distance is ``clearance`` [m]; a pair nearer than
-        ``clearance + resolution / 2`` at ``q0`` (an arm stopped by the collision stage)
-        may not come nearer than it was at any sample (``resolution / 2`` between them). The segment is refused
-        where a pair has less room than ``resolution / 2`` [m] at a sample, so a step
-        over which no point moves more than ``resolution`` is sound too (every point of
-        the motion lies within ``resolution / 2`` of a sample): the longer of the two
-        steps is taken. Pairs are
-        measured within ``look`` [m] of their least distance (the others have at least
-        that much room). The end is checked first.
+        so from a sample where pair ``k`` has ``gap_k`` [m] of room beyond its least
+        distance, the next sample may lie ``min_k gap_k / L_k`` further along: nothing can
+        close that room in between. The least distance is ``clearance`` [m]; a pair
+        nearer than ``clearance + resolution / 2`` at ``q0`` (an arm stopped by the
+        collision stage) may not come nearer than it was at any sample (``resolution /
+        2`` between them). The segment is refused where a pair has less room than
+        ``resolution / 2`` [m] at a sample, so a step over which no point moves more than
+        ``resolution`` is sound too (every point of the motion lies within ``resolution /
+        2`` of a sample): the longer of the two steps is taken. Pairs are measured within
+        ``look`` [m] of their least distance (the others have at least that much room).
+        The end is checked first.
         """
         q0 = np.asarray(q0, dtype=float)
         q1 = np.asarray(q1, dtype=float)

@@ -170,8 +170,10 @@ class IkFallback:
 
     def waypoint(self, q):
         """
-        Return where the joint-space approach heads from ``q``: the next via point, else
-        the solution (a via point within :data:`HANDBACK` of ``q`` is passed).
+        Return where the joint-space approach heads from ``q``.
+
+        The next via point, else the solution; a via point within :data:`HANDBACK` of
+        ``q`` is passed.
         """
         if self.via and np.max(np.abs(self.via[0] - q)) < HANDBACK:
             self.via.pop(0)
