@@ -7,6 +7,7 @@ from command_checks import assert_window_within_limits
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
+from ik_control.collision.model import CollisionModel
 from ik_control.ros.conversions import pose_stamped
 from ik_control.validation import matrix_to_quaternion
 import numpy as np
@@ -615,11 +616,11 @@ def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
     """
     A 0.4 m x 0.4 m x 0.02 m plate whose face is 0.25 m from a mid-arm segment.
 
-    As the exact box it is beyond the influence distance (0.1 m clearance): the arm does
-    not move, and the node reports the clearance ObstacleAvoidance computes for the box at
-    that state. Its bounding sphere (radius 0.28 m, centre 0.26 m from the segment) would
-    come within the link radius: a node that avoided bounding spheres would report a
-    clearance below zero and move the arm.
+    As the exact box it is beyond the influence distance (0.1 m clearance from the
+    URDF's collision shapes, measured here by a CollisionModel of its own): the arm does
+    not move, and the node reports that clearance (1 mm). Its
+    bounding sphere (radius 0.28 m, centre 0.26 m from the segment) overlaps the links: a
+    node that avoided bounding spheres would report a clearance below zero and move.
     """
     import pinocchio as pin
     from ik_control.ik.obstacles import bounding_radius
@@ -630,7 +631,7 @@ def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
     wam.send_pose('tool', tool)
     wam.wait_goal('tool')
     q = wam.q()
-    avoid, ws, mid, side = _middle_link_and_side(wam.model, q)
+    _, ws, mid, side = _middle_link_and_side(wam.model, q)
     T = np.eye(4)
     T[:3, 3] = mid + side * (0.25 + 0.01)
     axis = np.cross([0.0, 0.0, 1.0], side)  # the plate's thin axis (its z) along ``side``
@@ -641,17 +642,21 @@ def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
     plate.scale.z = 0.02
     expected = {}
     bounding = 2.0 * bounding_radius('box', [0.4, 0.4, 0.02])
+    shapes = CollisionModel(wam.model, self_pairs=False)
     for kind, scale in (('box', [0.4, 0.4, 0.02]), ('sphere', [bounding] * 3)):
-        avoid.set_shapes([(kind, T, scale)])
-        expected[kind] = float(avoid.clearances(ws.joint_T, ws.frame_T)[0].min())
+        shapes.set_scene([(kind, T, scale)])
+        expected[kind] = shapes.closest(q)[0]
     assert expected['box'] > 0.1 > 0.0 > expected['sphere']
-    pub.publish(MarkerArray(markers=[plate]))
-    status = wam.diagnostic(lambda s: _value(s, 'obstacles') == '1', timeout=5.0)
-    assert abs(float(_value(status, 'obstacle_clearance_m')) - expected['box']) < 1e-3
-    wam.ctx.spin_for(1.0)
-    np.testing.assert_allclose(wam.q(), q, atol=1e-6)  # nothing to avoid: the arm stays
-    pub.publish(MarkerArray(markers=[_sphere('', 0, T[:3, 3], 0.1, action=Marker.DELETEALL)]))
-    wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
+    try:
+        pub.publish(MarkerArray(markers=[plate]))
+        status = wam.diagnostic(lambda s: _value(s, 'obstacles') == '1', timeout=5.0)
+        assert abs(float(_value(status, 'obstacle_clearance_m')) - expected['box']) < 1e-3
+        wam.ctx.spin_for(1.0)
+        np.testing.assert_allclose(wam.q(), q, atol=1e-6)  # nothing to avoid: the arm stays
+    finally:
+        pub.publish(MarkerArray(markers=[_sphere('', 0, T[:3, 3], 0.1,
+                                                 action=Marker.DELETEALL)]))
+        wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
 
 
 def test_a_goal_in_a_link_frame_is_that_links_placement_now_times_the_pose(wam):
@@ -765,7 +770,7 @@ def test_cube_and_cylinder_markers_are_obstacles_and_delete_removes_only_its_own
     A CUBE and a CYLINDER beside the arm (beyond the influence distance: it stays).
 
     Both must be taken (obstacles 2, no refusal) as their exact shapes: the reported
-    clearance is the cylinder's, the nearer (ObstacleAvoidance at that state, 1 mm).
+    clearance is the cylinder's, the nearer (the URDF shapes at that state, 1 mm).
     DELETE of the cylinder must leave the cube alone: obstacles 1 and the cube's
     clearance. A node refusing cylinders counts 1 and a refusal; one whose DELETE
     cleared everything reports 0; one deleting the wrong marker the cylinder's clearance.
@@ -776,16 +781,17 @@ def test_cube_and_cylinder_markers_are_obstacles_and_delete_removes_only_its_own
     _rest_at(wam, 'tool', fk.placement(wam.model.joint_names, robots.ready_pose('wam'),
                                        'tool'))
     q = wam.q()
-    avoid, ws, mid, side = _middle_link_and_side(wam.model, q)
+    _, ws, mid, side = _middle_link_and_side(wam.model, q)
     cube = _sphere('shelf', 0, mid + side * 0.3, 0.1, kind=Marker.CUBE)
     pole = _sphere('pole', 0, mid - side * 0.22, 0.06, kind=Marker.CYLINDER)
     pole.scale.z = 0.3
     expected = {}
+    shapes = CollisionModel(wam.model, self_pairs=False)  # the URDF shapes, its own model
     for key, marker, kind in (('cube', cube, 'box'), ('pole', pole, 'cylinder')):
         T = np.eye(4)
         T[:3, 3] = [marker.pose.position.x, marker.pose.position.y, marker.pose.position.z]
-        avoid.set_shapes([(kind, T, [marker.scale.x, marker.scale.y, marker.scale.z])])
-        expected[key] = float(avoid.clearances(ws.joint_T, ws.frame_T)[0].min())
+        shapes.set_scene([(kind, T, [marker.scale.x, marker.scale.y, marker.scale.z])])
+        expected[key] = shapes.closest(q)[0]
     # both beyond the influence distance (0.1 m), the cylinder nearer by more than 1 mm
     assert 0.11 < expected['pole'] < expected['cube'] - 0.02, expected
     refused = int(_value(wam.diagnostic(lambda s: True), 'refused_messages'))

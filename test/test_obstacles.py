@@ -94,6 +94,44 @@ def test_wam_keeps_its_tool_pose_and_moves_its_elbow_off_a_sphere():
     assert np.arccos(np.clip((np.trace(rotation) - 1) / 2, -1, 1)) < 1e-2
 
 
+def test_with_the_urdf_shapes_the_elbow_leaves_a_sphere_as_coal_measures_it():
+    """SAM eq. 19 on the WAM's URDF shapes: the elbow's clearance (coal's) grows, tool still."""
+    from ik_control.collision.model import CollisionModel
+    from ik_control.ik.solver import SolverConfig, VelocitySolver
+    model, dt = WAM, 1.0 / 500.0
+    q = robots.ready_pose('wam').copy()
+    solver = VelocitySolver(model, SolverConfig(damping=0.01))
+    avoid = ObstacleAvoidance(model, influence=0.1, gain=5.0,
+                              shapes=CollisionModel(model, self_pairs=False))
+    judge = CollisionModel(model, self_pairs=False)  # coal and GJK, no eq. 19 in it
+    ws = _kinematics(model, q)
+    target = ws.frame_T.copy()
+    elbow = ws.joint_T[3, :3, 3]  # the fourth joint's origin
+    side = np.cross(elbow - ws.joint_T[2, :3, 3], [0.0, 0.0, 1.0])
+    sphere = elbow + 0.14 * side / np.linalg.norm(side)
+    avoid.set_obstacles([sphere], [0.05])
+    pose = np.eye(4)
+    pose[:3, 3] = sphere
+    judge.set_scene([('sphere', pose, (0.1, 0.1, 0.1))])
+    start = judge.closest(q)[0]
+
+    def run(q, term):
+        for _ in range(1000):
+            dq = solver.step(q, target).copy()
+            ws = _kinematics(model, q)
+            if term:
+                dq, _ = avoid.step(solver.J, dq, ws.joint_T, ws.frame_T, dt, damping1=0.01)
+            q = np.clip(q + dq, model.lower, model.upper)
+        return q
+
+    q_with, q_without = run(q, True), run(q, False)
+    assert start < 0.06
+    assert judge.closest(q_with)[0] > start + 0.03  # the links moved off the sphere
+    assert judge.closest(q_without)[0] < start + 0.01  # (not without the term)
+    hand = _kinematics(model, q_with).frame_T[0, :3, 3]
+    assert np.linalg.norm(hand - target[0, :3, 3]) < 2e-3
+
+
 def test_bad_obstacles_are_refused():
     avoid = ObstacleAvoidance(WAM)
     for centers, radii in (([[np.nan, 0, 0]], [0.1]), ([[0, 0, 0]], [-0.1]),

@@ -20,6 +20,7 @@ import os
 import time
 
 from ik_control import robots
+from ik_control.bench import eq19_geometry
 from ik_control.ik.solver import SolverConfig, VelocitySolver
 from ik_control.validation import InputError
 import numpy as np
@@ -188,6 +189,8 @@ def run(samples=20000, robot_names=ROBOTS, progress=None):
             entry['implementations'][label] = _stats(fn(model, q, T, n))
             if progress:
                 progress(f'{name}: {label}')
+        if getattr(model, 'urdf_xml', None):
+            entry['eq19_geometry'] = eq19_geometry.compare(model)
         ours_median = entry['implementations']['ik_control']['median_us']
         for label, stats in entry['implementations'].items():
             stats['speedup_of_ik_control'] = stats['median_us'] / ours_median
@@ -204,4 +207,7 @@ def table(results):
         for label, r in entry['implementations'].items():
             lines.append(f"{name:<{w}}{label:<22}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
                          f"{r['speedup_of_ik_control']:>18.1f}x")
+    for name, entry in results['robots'].items():
+        if 'eq19_geometry' in entry:
+            lines += eq19_geometry.lines(name, entry['eq19_geometry'])
     return '\n'.join(lines)

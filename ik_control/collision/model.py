@@ -160,10 +160,12 @@ class CollisionModel:
         Measure meshes as their convex hulls instead of the triangle meshes (default:
         the meshes, exact for concave links such as the PR2's base; coal gives a mesh
         pair in contact distance 0, not a depth).
+    self_pairs:
+        Check the robot's shapes against each other (False: against the scene only).
 
     """
 
-    def __init__(self, model, srdf=None, package_dirs=(), convex=False):
+    def __init__(self, model, srdf=None, package_dirs=(), convex=False, self_pairs=True):
         xml = getattr(model, 'urdf_xml', None)
         if xml is None:
             raise ModelError('a collision model needs a robot model built from a URDF')
@@ -197,6 +199,7 @@ class CollisionModel:
         #: ``r_j`` [m per rad]: how far any robot point can be from joint ``j``'s axis
         self.lever = self.shape_lever.max(axis=0, initial=0.0)
         self.scene = []
+        self._check_self = self_pairs
         self.set_disabled(disabled_pairs_from_srdf(srdf) if srdf is not None else set())
         self._request = coal.DistanceRequest()
         self._result = coal.DistanceResult()
@@ -249,7 +252,7 @@ class CollisionModel:
                              f'on: {unknown[:5]}')
         self.disabled = set(disabled)
         self.self_pairs = np.array(
-            [p for p in self.relevant_self_pairs()
+            [p for p in (self.relevant_self_pairs() if self._check_self else [])
              if frozenset((self.links[p[0]], self.links[p[1]])) not in self.disabled],
             dtype=np.int64).reshape(-1, 2)
         self.set_scene(self.scene)

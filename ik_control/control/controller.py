@@ -130,7 +130,7 @@ class ResolvedRateController(GoalInputs):
         self.ne = len(model.end_effectors)
         self.config = None
         self.solver = VelocitySolver(model, SolverConfig())
-        self.obstacles = ObstacleAvoidance(model)
+        self.obstacles = ObstacleAvoidance(model, shapes=self._obstacle_shapes(model))
         self.collision = None  # the collision stage (CollisionStage), when enabled
         self._collision_srdf = None
         self._allow_contacts_at_start = False  # no SRDF: allow the first state's contacts
@@ -166,6 +166,20 @@ class ResolvedRateController(GoalInputs):
         self._at_bound = False  # JOINT_BOUND at the last tick
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
         self._compile()
+
+    @staticmethod
+    def _obstacle_shapes(model):
+        """
+        Return the URDF's collision shapes for SAM eq. 19's term, or None (capsules).
+
+        A robot from a URDF with ``<collision>`` shapes is measured by them (scene pairs
+        only); a robot from a DH table, or a URDF without shapes, by the capsules of
+        ``obstacles.link_radius`` around its joint origins.
+        """
+        if getattr(model, 'urdf_xml', None) is None:
+            return None
+        shapes = CollisionModel(model, self_pairs=False)
+        return shapes if shapes.robot_count else None
 
     def _compile(self):
         """

@@ -200,8 +200,14 @@ class ObstacleAvoidance:
     """
 
     def __init__(self, model, influence=0.1, gain=5.0, link_radius=0.05, damping=0.05,
-                 rows=3):
-        """Precompute the segments and the ancestor tables of ``model``."""
+                 rows=3, shapes=None):
+        """
+        Precompute the segments and the ancestor tables of ``model``.
+
+        ``shapes``: a :class:`~ik_control.collision.model.CollisionModel` of ``model``
+        (its robot shapes; its scene is this object's obstacles) to measure the links by
+        the URDF's collision shapes instead of the capsules (``link_radius`` unused).
+        """
         self.model = model
         self.influence = influence      # [m] clearance below which avoidance acts
         self.gain = gain                # [1/s] escape speed per metre inside influence
@@ -215,6 +221,7 @@ class ObstacleAvoidance:
         self.frames_inv = np.zeros((0, 4, 4))   # base -> shape frame
         self.half_sizes = np.zeros((0, 3))
         self.min_clearance = np.inf  # [m] at the last call of :meth:`clearances`
+        self.shapes = shapes
         _warm_up()
 
     def ignore_effector_segments(self):
@@ -244,6 +251,10 @@ class ObstacleAvoidance:
         self.frames_inv[:, :3, 3] = -centers
         self.half_sizes = np.repeat(radii[:, None], 3, axis=1)
         self.min_clearance = np.inf  # until the next step measures it
+        if self.shapes is not None:
+            poses = np.tile(np.eye(4), (radii.size, 1, 1))
+            poses[:, :3, 3] = centers
+            self.shapes.set_scene([('sphere', T, (2.0 * r,) * 3) for T, r in zip(poses, radii)])
 
     def set_shapes(self, shapes):
         """
@@ -275,6 +286,8 @@ class ObstacleAvoidance:
         self.centers, self.radii, self.kinds = centers, radii, kinds
         self.frames_inv, self.half_sizes = frames_inv, half
         self.min_clearance = np.inf
+        if self.shapes is not None:
+            self.shapes.set_scene(shapes)
 
     def endpoints(self, joint_T, frame_T):
         """Return where the arm's segments start and end (two arrays, segments x 3)."""
@@ -330,6 +343,36 @@ class ObstacleAvoidance:
         n[:, exact] = np.einsum('oji,soj->soi', R, grad.reshape(ns, -1, 3))
         d[:, exact] = dist.reshape(ns, -1) - self.link_radius
 
+    def shape_clearances(self, joint_T):
+        """
+        Clearance [m], link point and escape direction of each URDF shape near an obstacle.
+
+        The :attr:`shapes` model's scene pairs within ``influence``: ``d``, ``p`` (the
+        witness point on the link, base frame), ``n`` (unit, from the obstacle towards
+        the link) and the tree joint the shape is fixed to, one entry per pair.
+        """
+        cm = self.shapes
+        count = cm.near_pairs(joint_T, self.influence)
+        pairs = cm.pairs[cm.pair_index[:count]]
+        return (cm.distance[:count].copy(), cm.point_a[:count].copy(),
+                -cm.normal[:count], cm.shape_joints[pairs[:, 0]])
+
+    def nearest(self, joint_T, frame_T):
+        """
+        Return the smallest clearance [m] of any link to any obstacle (inf without any).
+
+        Every pair measured, beyond the influence distance too (for diagnostics: the
+        tick's :meth:`step` measures the URDF shapes only within it).
+        """
+        if self.radii.size == 0:
+            return np.inf
+        if self.shapes is not None:
+            count = self.shapes.near_pairs(joint_T, np.inf)
+            return float(self.shapes.distance[:count].min()) if count else np.inf
+        if self.segments.shape[0] == 0:
+            return np.inf
+        return float(self.clearances(joint_T, frame_T)[0].min())
+
     def point_jacobian(self, joint_T, link_joint, p):
         """Position Jacobian (3 x nq, base axes) of point ``p`` fixed to ``link_joint``'s link."""
         m = self.model
@@ -354,23 +397,30 @@ class ObstacleAvoidance:
         joint) keeps frozen joints still. With no sphere within ``influence`` the step is
         returned unchanged.
         """
-        if self.radii.size == 0 or self.segments.shape[0] == 0:
+        if self.radii.size == 0 or (self.shapes is None and self.segments.shape[0] == 0):
             self.min_clearance = np.inf
             return dq1, np.inf
-        d, p, n = self.clearances(joint_T, frame_T)
-        flat = np.argsort(d, axis=None)[:self.rows]
-        close = flat[d.flat[flat] < self.influence]
-        d_min = float(d.flat[flat[0]])
+        if self.shapes is not None:
+            d, p, n, link_joint = self.shape_clearances(joint_T)
+        else:
+            d, p, n = self.clearances(joint_T, frame_T)
+            n_obs = d.shape[1]
+            link_joint = np.repeat(self.segments[:, 3], n_obs)
+            d, p, n = d.reshape(-1), p.reshape(-1, 3), n.reshape(-1, 3)
+        if d.size == 0:
+            self.min_clearance = np.inf
+            return dq1, np.inf
+        order = np.argsort(d)[:self.rows]
+        close = order[d[order] < self.influence]
+        d_min = self.min_clearance = float(d[order[0]])
         if close.size == 0:
             return dq1, d_min
-        n_obs = d.shape[1]
         J2 = np.empty((close.size, self.model.nq))
         dx2 = np.empty(close.size)
         for row, k in enumerate(close):
-            s, o = divmod(int(k), n_obs)
-            Jp = self.point_jacobian(joint_T, self.segments[s, 3], p[s, o])
-            J2[row] = n[s, o] @ Jp
-            dx2[row] = self.gain * (self.influence - d[s, o]) * dt
+            Jp = self.point_jacobian(joint_T, link_joint[k], p[k])
+            J2[row] = n[k] @ Jp
+            dx2[row] = self.gain * (self.influence - d[k]) * dt
         if active is not None:
             J2 = J2 * active
             J1 = J1 * active

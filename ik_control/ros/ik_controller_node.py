@@ -517,7 +517,9 @@ class IkControllerNode(GoalTopics, Node):
             reached = c.goal_reached.copy()
             reasons = list(c.unreachable_reason)
             values.append(('obstacles', str(c.obstacles.radii.size)))
-            values.append(('obstacle_clearance_m', f'{c.obstacles.min_clearance:.4g}'))
+            ws = c.solver.ws  # the last tick's placements
+            clearance = c.obstacles.nearest(ws.joint_T, ws.frame_T) if c.initialized else np.inf
+            values.append(('obstacle_clearance_m', f'{clearance:.4g}'))
             if c.collision is not None:  # the nearest pair within the influence distance
                 values.append(('collision_closest_pair', c.collision.closest_pair or 'none'))
                 values.append(('collision_distance_m', f'{c.collision.closest_distance:.4g}'))

@@ -135,14 +135,16 @@ PARAMETERS = {
                              "[m, rad] (as jt_rrt_planner's); avoided with those from "
                              '~/obstacles.'),
     'obstacles.influence_distance': Param(_C.obstacle_influence, 'Clearance between the '
-                                          "arm's capsules and an obstacle below which the "
-                                          'arm moves away (SAM eq. 19) [m].', 0.0, 2.0,
-                                          True),
+                                          "arm's links (its URDF shapes, or capsules) and "
+                                          'an obstacle below which the arm moves away (SAM '
+                                          'eq. 19) [m].', 0.0, 2.0, True),
     'obstacles.gain': Param(_C.obstacle_gain, 'Escape speed per metre of clearance missing '
                             '[1/s].', 0.0, 100.0, True),
     'obstacles.link_radius': Param(_C.link_radius, "Radius of the capsules around the arm's "
-                                   'links (joint origin to joint origin) [m].', 0.0, 1.0,
-                                   True),
+                                   'links (joint origin to joint origin) that SAM eq. 19 '
+                                   'measures on a robot from a DH table or a URDF without '
+                                   "<collision> shapes; a URDF's shapes are used where it "
+                                   'has them [m].', 0.0, 1.0, True),
     'collision.enabled': Param(_C.collision_enabled, "Keep the URDF's collision shapes at "
                                'least collision.security_distance apart (self pairs and '
                                'obstacles), whatever the goal asks.', dynamic=True),
