@@ -100,14 +100,17 @@ def adjacent_links(urdf_xml):
 
 
 @njit(cache=True, nogil=True)
-def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, place, out):
+def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, last_d,
+            last_travel, place, out):
     """
-    Place every shape and return the pairs whose bounding spheres are within ``limit``.
+    Place every shape and return the pairs whose bounding spheres are within ``limit[k]``.
 
     ``place[g] = joint_T[geom_joint[g]] @ local[g]`` (``local[g]`` alone for shapes fixed
     to the base, ``geom_joint[g] < 0``); the pair ``(a, b)`` is a candidate when
-    ``|c_a - c_b| - r_a - r_b <= limit`` with ``c = R centre + t``. Writes the candidate
-    rows of ``pairs`` into ``out``; returns their count.
+    ``|c_a - c_b| - r_a - r_b <= limit[k]`` with ``c = R centre + t``, and (temporal
+    coherence, :meth:`CollisionModel.near_pairs`) ``last_d[k] - (travel[k] -
+    last_travel[k]) <= limit[k]``. Writes the candidate rows of ``pairs`` into ``out``;
+    returns their count.
     """
     G = geom_joint.shape[0]
     for g in range(G):
@@ -129,6 +132,8 @@ def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, place, out
             place[g, 3, 3] = 1.0
     count = 0
     for k in range(pairs.shape[0]):
+        if last_d[k] - (travel[k] - last_travel[k]) > limit[k]:
+            continue  # measured far enough, and not moved enough since
         a, b = pairs[k, 0], pairs[k, 1]
         d2 = 0.0
         for r in range(3):
@@ -138,7 +143,7 @@ def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, place, out
                 ca += place[a, r, c] * centre[a, c]
                 cb += place[b, r, c] * centre[b, c]
             d2 += (ca - cb) * (ca - cb)
-        if np.sqrt(d2) - radius[a] - radius[b] <= limit:
+        if np.sqrt(d2) - radius[a] - radius[b] <= limit[k]:
             out[count] = k
             count += 1
     return count
@@ -296,18 +301,23 @@ class CollisionModel:
         self.pair_index = np.zeros(P, dtype=np.int64)
         self._last_d = np.full(P, -np.inf)      # near_pairs' temporal coherence: each pair's
         self._last_travel = np.zeros(P)         # last distance and the travel then
+        self._never = np.full(P, -np.inf)       # (no coherence: every pair screened)
+        self._zeros = np.zeros(P)
+        self._limit = np.zeros(P)
         self._pair_list = [tuple(p) for p in self.pairs.tolist()]
         # per pair, R of the shapes over the joints that move one relative to the other
         none = np.zeros_like(self._dofs[0]) if self._dofs else np.zeros(0, dtype=bool)
         dofs = self._dofs + [none] * len(geoms)
         ctrl = self.model.ctrl_index
         R = np.concatenate([self.shape_lever, np.zeros((len(geoms), self.model.nq))])
-        self._pair_lever = np.zeros((P, self.model.nq))
+        #: ``R_kj`` [m per rad]: how far joint ``j`` can move the shapes of pair ``k``
+        #: relative to each other per unit of its motion (0 where it moves both or none)
+        self.pair_lever = np.zeros((P, self.model.nq))
         for k, (a, b) in enumerate(self._pair_list):
             for g, other in ((a, b), (b, a)):
                 only = ctrl[np.flatnonzero(dofs[g] & ~dofs[other])]
                 only = only[only >= 0]
-                self._pair_lever[k, only] += R[g, only]
+                self.pair_lever[k, only] += R[g, only]
 
     def pair_name(self, k):
         """Readable name of pair ``k`` (a row of :attr:`pairs`): the two links or obstacle."""
@@ -325,23 +335,28 @@ class CollisionModel:
         Measure every checked pair whose shapes may be within ``within`` [m]; return the count.
 
         ``joint_T`` are the tree joints' placements in the base frame (a
-        ``KinematicsWorkspace``'s). Rows ``0..count-1`` of :attr:`pair_index`,
-        :attr:`distance`, :attr:`point_a`, :attr:`point_b`, :attr:`normal` hold the
-        measured pairs (module docstring), some of them maybe farther than ``within``.
+        ``KinematicsWorkspace``'s). ``within``: one distance, or one per pair (a row of
+        :attr:`pairs` each). Rows ``0..count-1`` of :attr:`pair_index`, :attr:`distance`,
+        :attr:`point_a`, :attr:`point_b`, :attr:`normal` hold the measured pairs (module
+        docstring), some of them maybe farther than ``within``.
 
-        ``travel`` [m]: for a caller that moves the robot along one path (the controller's
-        knots), how far any shape point may have travelled relative to any other since the
-        path began (``sum_j r_j |dq_j|`` summed tick by tick). A pair measured at ``d``
-        when the travel was ``t0`` is at least ``d - (travel - t0)`` apart now: while that
-        exceeds ``within`` it is not measured again (temporal coherence, sound).
+        ``travel`` [m], per pair: for a caller that moves the robot along one path (the
+        controller's knots), how far the pair's shapes may have moved relative to each
+        other since the path began (``sum_j R_kj |dq_j|`` summed tick by tick,
+        :attr:`pair_lever`). A pair measured at ``d`` when its travel was ``t0`` is at
+        least ``d - (travel - t0)`` apart now: while that exceeds its ``within`` it is not
+        measured again (temporal coherence, sound).
         """
+        limit = self._limit
+        if np.ndim(within) == 0:
+            limit[:] = within
+        else:
+            limit = within
+        coherent = travel is not None
         count = _screen(joint_T, self._joint, self._local, self._centre, self._radius,
-                        self.pairs, float(within), self._place, self._candidates)
-        if count and travel is not None:
-            cand = self._candidates[:count]
-            keep = cand[self._last_d[cand] - (travel - self._last_travel[cand]) <= within]
-            count = keep.size
-            self._candidates[:count] = keep
+                        self.pairs, limit, travel if coherent else self._zeros,
+                        self._last_d if coherent else self._never, self._zeros,
+                        self._place, self._candidates)
         if count == 0:
             return 0
         out_d, point_a, point_b, normal = self.distance, self.point_a, self.point_b, self.normal
@@ -352,9 +367,10 @@ class CollisionModel:
         if left:
             self._measure_with_coal(self._left[:left].tolist())
         self.pair_index[:count] = self._candidates[:count]
-        if travel is not None:
-            self._last_d[self._candidates[:count]] = out_d[:count]
-            self._last_travel[self._candidates[:count]] = travel
+        if coherent:
+            rows = self._candidates[:count]
+            self._last_d[rows] = out_d[:count]
+            self._last_travel[rows] = travel[rows]
         return count
 
     def _measure_with_coal(self, rows):
@@ -420,7 +436,7 @@ class CollisionModel:
         least = np.full(len(self.pairs), float(clearance))
         rows, d = self.distances(q0, within=clearance + 0.5 * resolution)
         least[rows] = np.minimum(least[rows], d - 0.5 * resolution)
-        span = self._pair_lever @ np.abs(q1 - q0)
+        span = self.pair_lever @ np.abs(q1 - q0)
         if not span.any():
             return True
         within = clearance + look

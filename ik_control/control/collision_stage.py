@@ -3,12 +3,12 @@ The collision stage of the tick: a velocity damper that no commanded motion may 
 
 For every checked pair (:class:`~ik_control.collision.model.CollisionModel`: the robot's
 own links, and its links against the scene) that this tick's motion could bring within
-reach -- nearer than ``influence`` [m], or than ``security`` plus the most any point can
-travel over the tick and its braking tail (``sum_j r_j (|v_j| h + (|v_j| + a_j h)^2 /
-(2 a_j))``, ``r_j`` the largest lever arm of joint ``j`` over the shapes it moves,
-:attr:`CollisionModel.lever <ik_control.collision.model.CollisionModel.lever>`) -- with
-signed distance ``d``, witness points ``p_a``, ``p_b`` and unit normal ``n`` from ``a`` to ``b``,
-the rate of the distance is linear in the joint velocity ``v``::
+reach -- nearer than ``influence`` [m], or than ``security`` plus the most its shapes
+can come nearer over the tick and its braking tail (``sum_j R_kj (|v_j| h + (|v_j| + a_j
+h)^2 / (2 a_j))``, ``R_kj`` the lever arm of joint ``j`` over the pair's shapes,
+:attr:`CollisionModel.pair_lever <ik_control.collision.model.CollisionModel.pair_lever>`,
+:func:`pair_reach`) -- with signed distance ``d``, witness points ``p_a``, ``p_b`` and
+unit normal ``n`` from ``a`` to ``b``, the rate of the distance is linear in the joint velocity ``v``::
 
     d_dot = n^T (Jp_b(p_b) - Jp_a(p_a)) v = c^T v      (Jp: position Jacobian of a point)
 
@@ -128,7 +128,7 @@ def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_jo
     m = 0
     nearest = -1
     for i in range(count):
-        if distance[i] < within:
+        if distance[i] < within[pair_index[i]]:
             near[m] = i
             m += 1
             if nearest < 0 or distance[i] < distance[nearest]:
@@ -181,22 +181,34 @@ def live_pairs(c, k, bound, m, lo, hi, live):
 
 
 @njit(cache=True, nogil=True)
-def motion_reach(lever, q, q_last, v_prev, a_max, h):
+def pair_reach(pair_lever, q, q_last, v_prev, a_max, h, security, influence, started,
+               within, travel, motion):
     """
-    Return ``(reach, travel)`` [m] of this tick, and keep ``q`` in ``q_last``.
+    Write each pair's ``within`` [m] and add to its ``travel`` [m]; keep ``q`` in ``q_last``.
 
-    ``reach = sum_j r_j (|v_j| h + (|v_j| + a_j h)^2 / (2 a_j))``: how far any point may
-    move over the tick and its braking tail; ``travel = sum_j r_j |q_j - q_last_j|``: how
-    far any point moved since the last tick (module docstring, :meth:`near_pairs`).
+    ``within_k = max(influence, security + sum_j R_kj m_j)``, ``m_j = |v_j| h + (|v_j| +
+    a_j h)^2 / (2 a_j)``: how far the pair's shapes may come nearer over the tick and its
+    braking tail (``R_kj``: :attr:`CollisionModel.pair_lever`); ``travel_k += sum_j R_kj
+    |q_j - q_last_j|`` (when ``started``): how far they may have come nearer since the
+    last tick (module docstring, :meth:`CollisionModel.near_pairs`).
     """
-    reach = 0.0
-    travel = 0.0
-    for j in range(q.shape[0]):
+    n = q.shape[0]
+    for j in range(n):
         speed = abs(v_prev[j]) + a_max[j] * h
-        reach += lever[j] * (abs(v_prev[j]) * h + speed * speed / (2.0 * a_max[j]))
-        travel += lever[j] * abs(q[j] - q_last[j])
+        motion[j] = abs(v_prev[j]) * h + speed * speed / (2.0 * a_max[j])
+    for k in range(pair_lever.shape[0]):
+        reach = 0.0
+        moved = 0.0
+        for j in range(n):
+            r = pair_lever[k, j]
+            if r != 0.0:
+                reach += r * motion[j]
+                moved += r * abs(q[j] - q_last[j])
+        within[k] = max(influence, security + reach)
+        if started:
+            travel[k] += moved
+    for j in range(n):
         q_last[j] = q[j]
-    return reach, travel
 
 
 class CollisionStage:
@@ -222,13 +234,14 @@ class CollisionStage:
         self.closest_distance = np.inf
         self._closest_row = -1
         self.rows = 0
-        self.travel = 0.0     # sum_j r_j |dq_j| along the knots so far [m] (near_pairs)
-        self._q_last = np.zeros(n)   # the last tick's knot (motion_reach)
+        self.travel = np.zeros(0)    # per pair: sum_j R_kj |dq_j| along the knots [m]
+        self._within = np.zeros(0)   # per pair: the distance within which it counts [m]
+        self._motion = np.zeros(n)
+        self._q_last = np.zeros(n)   # the last tick's knot (pair_reach)
         self._started = False
         self._lo, self._hi = np.zeros(n), np.zeros(n)
         self._v_limited = np.zeros(n)
         m = model
-        self.lever = collision_model.lever
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
                         m.ctrl_index.astype(np.int64), m._joint_ancestors)
         self._compile()
@@ -240,8 +253,10 @@ class CollisionStage:
         n = self.model.nq
         self.cm.near_pairs(ws.joint_T, 0.0)
         v = np.zeros(n)
-        self._rows(ws.joint_T, 0, 0.0, 0.001, v, np.ones(n), v)
-        motion_reach(self.lever, v, v.copy(), v, np.ones(n), 0.001)
+        self._rows(ws.joint_T, 0, np.zeros(len(self.cm.pairs)), 0.001, v, np.ones(n), v)
+        P = len(self.cm.pairs)
+        pair_reach(self.cm.pair_lever, v, v.copy(), v, np.ones(n), 0.001, 0.0, 0.0, False,
+                   np.zeros(P), np.zeros(P), self._motion)
         live_pairs(self._c, self._k, self._bound, 0, v, v, self._live)
         limits.velocity_box(v, v, v - 1.0, v + 1.0, 0.0, np.ones(n), np.ones(n), 0.001,
                             self._lo, self._hi)
@@ -274,18 +289,19 @@ class CollisionStage:
         :data:`NEAR`, :data:`LIMITED`, :data:`HALTED`.
         """
         cm = self.cm
-        reach, travel = motion_reach(self.lever, q, self._q_last, v_prev, a_max, h)
-        within = max(self.influence, self.security + reach)
-        if self._started:  # the knots' path: how far any point may have moved
-            self.travel += travel
+        P = len(cm.pairs)
+        if self._within.shape[0] != P:  # a new scene: every pair measured afresh
+            self._within, self.travel = np.zeros(P), np.zeros(P)
+        pair_reach(cm.pair_lever, q, self._q_last, v_prev, a_max, h, self.security,
+                   self.influence, self._started, self._within, self.travel, self._motion)
         self._started = True
-        count = cm.near_pairs(joint_T, within, self.travel)
+        count = cm.near_pairs(joint_T, self._within, self.travel)
         # the rows are tested on the velocity the limiter will command, not on v_des: a
         # v_des beyond the acceleration limit that turns away from a pair is not what the
         # robot does this tick
         limits.limit_velocity(q, v_prev, v_des, lower, upper, margin, v_max, a_max, h,
                               self._v_limited)
-        m, nearest, broken = self._rows(joint_T, count, within, h, v_prev, a_max,
+        m, nearest, broken = self._rows(joint_T, count, self._within, h, v_prev, a_max,
                                         self._v_limited)
         self.rows = 0
         if nearest < 0:
