@@ -8,7 +8,8 @@ can come nearer over the tick and its braking tail (``sum_j R_kj (|v_j| h + (|v_
 h)^2 / (2 a_j))``, ``R_kj`` the lever arm of joint ``j`` over the pair's shapes,
 :attr:`CollisionModel.pair_lever <ik_control.collision.model.CollisionModel.pair_lever>`,
 :func:`pair_reach`) -- with signed distance ``d``, witness points ``p_a``, ``p_b`` and
-unit normal ``n`` from ``a`` to ``b``, the rate of the distance is linear in the joint velocity ``v``::
+unit normal ``n`` from ``a`` to ``b``, the rate of the distance is linear in the joint
+velocity ``v``::
 
     d_dot = n^T (Jp_b(p_b) - Jp_a(p_a)) v = c^T v      (Jp: position Jacobian of a point)
 
