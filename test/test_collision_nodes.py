@@ -30,6 +30,16 @@ def _judge_since(bringup, judge, since):
     return worst
 
 
+def _sim_contacts(bringup, predicate=lambda s: True, timeout=3.0):
+    """The simulated robot's own contact report (its /diagnostics, 1 Hz): samples, pair."""
+    def sim(s):
+        return s.name.endswith('sim_robot: simulated robot') and predicate(s)
+
+    msg = bringup.diagnostics.wait(lambda m: any(sim(s) for s in m.status), timeout=timeout)
+    status = next(s for s in msg.status if sim(s))
+    return int(_value(status, 'contact_samples')), _value(status, 'deepest_contact_pair')
+
+
 def _outcome(bringup):
     """Wait until every effector's goal is reached or unreachable; return their words."""
     names = bringup.model.end_effector_names
@@ -61,6 +71,8 @@ def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does
             for w in words:
                 assert w == 'reached' or w.startswith('COLLISION'), outcomes
         assert any(w.startswith('COLLISION') for words in outcomes for w in words)
+        bringup.diagnostics.clear()
+        assert _sim_contacts(bringup) == (0, '')  # the simulated robot saw none either
         # negative control: the same rig, the stage off, from the ready pose again, the
         # first goal touches
         assert bringup.set_parameter('collision.enabled', False).successful
@@ -73,6 +85,9 @@ def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does
             bringup.send_pose(ee, T)
         bringup.ctx.spin_for(4.0)
         assert _judge_since(bringup, judge, since) < 0.0
+        # and the simulated robot reports it on its own diagnostics
+        samples, pair = _sim_contacts(bringup, lambda s: _value(s, 'contact_samples') != '0')
+        assert samples > 0 and pair, (samples, pair)
     finally:
         bringup.close()
 
@@ -101,7 +116,7 @@ def test_wam_on_mujoco_never_enters_a_published_box_and_the_negative_control_doe
         bringup.ctx.spin_for(0.3)
         words = _outcome(bringup)
         assert words[0] == 'reached' or words[0].startswith('COLLISION'), words
-        assert _judge_since(bringup, judge, since) >= 0.5 * SECURITY
+        print("WORST", _judge_since(bringup, judge, since)); assert _judge_since(bringup, judge, since) >= 0.5 * SECURITY
         # negative control: the stage off, from the start again, the hand goes through the
         # box (the first goal may have been reached around it)
         assert bringup.set_parameter('collision.enabled', False).successful

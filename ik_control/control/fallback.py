@@ -99,10 +99,11 @@ class IkFallback:
         #: solution ``q`` itself keeps the pairs apart; ``way``: a list of configurations
         #: that leads there clear of contact (``[q]``, or via points first), or None if
         #: none was found before the solving thread's ``time.thread_time()`` reached
-        #: ``deadline``. Without a way another solution is sought from a random start,
-        #: within the same time budget; when the budget runs out, the first clear
-        #: solution is taken (the collision stage guards the approach). Called on the
-        #: solving thread
+        #: ``deadline``. A clear solution is taken, by its way or else by the straight
+        #: line (the collision stage guards the approach): the solution nearest the
+        #: seed, not a far one with a clear line, whose long joint motion a servoed arm
+        #: follows worst. One in contact is solved again from a random start, within
+        #: the same time budget. Called on the solving thread
         self.accept = None
         self._z, self._dq = np.zeros(n), np.zeros(n)
         self._H, self._beta = np.zeros((n, m)), np.zeros(m)
@@ -226,22 +227,16 @@ class IkFallback:
             start = time.thread_time()
             result = ik.solve(targets, q_seed, budget, rng=rng)
             rejected = 0
-            unchecked = None  # a solution clear itself, no clear way to it found
             while result.success and accept is not None:
                 clear, way = accept(q_seed, result.q, rng, start + budget)
-                if way is not None:
-                    return replace(result, rejected=rejected), way
-                if clear and unchecked is None:
-                    unchecked = result
+                if clear:  # its way, or (none found) the straight line the stage guards
+                    return replace(result, rejected=rejected), way or [result.q]
                 rejected += 1
                 left = budget - (time.thread_time() - start)
                 if left <= 0.0:
-                    result = replace(result, success=False)
-                    break
+                    return replace(result, success=False, rejected=rejected), None
                 seed = model.random_configurations(1, rng)[0]
                 result = ik.solve(targets, seed, left, rng=rng)
-            if not result.success and unchecked is not None:
-                result = unchecked  # the budget is spent: the stage guards the line to it
             return replace(result, rejected=rejected), [result.q] if result.success else None
 
         self.requests += 1

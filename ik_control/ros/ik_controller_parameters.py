@@ -229,9 +229,11 @@ def controller_config(values):
         ccd_sweeps=values['ccd_sweeps'], constraints=values['constraints'], solver=solver)
 
 
-def read_srdf(path):
+def read_srdf(path, parameter='collision.srdf_path'):
     """
     Return the text of the SRDF ``path`` ('' for none), or a StartupError naming the file.
+
+    ``parameter``: the parameter that gave the path, for the error.
 
     A relative path is looked up in the current directory, then in the package.
     """
@@ -244,7 +246,7 @@ def read_srdf(path):
         if os.path.isfile(candidate):
             with open(candidate, encoding='utf-8') as f:
                 return f.read()
-    raise StartupError(f"collision.srdf_path: no file '{path}' (looked in the current "
+    raise StartupError(f"{parameter}: no file '{path}' (looked in the current "
                        f'directory and in {share_directory()})')
 
 

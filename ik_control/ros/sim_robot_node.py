@@ -25,8 +25,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import robot_description
 from ik_control.ros.cdr import SerializedTemplate, TrajectoryReader
+from ik_control.ros.ik_controller_parameters import read_srdf
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.ros.realtime_loop import PolledGroup, RealtimeLoop, take_all
+from ik_control.sim.contact import ContactReport
 from ik_control.sim.kinematic import KinematicSim
 import numpy as np
 from rclpy.node import Node
@@ -102,6 +104,13 @@ PARAMETERS = {
     'gravity_compensation': Param(
         True, 'MuJoCo backend: cancel gravity on every link, as a gravity '
         'compensated arm does.'),
+    'contact_check_rate': Param(
+        50.0, "How often the simulated state is checked for contact between the URDF's "
+        'collision shapes (non-adjacent links, less the SRDF pairs), reported on '
+        '/diagnostics and logged as it starts and ends [Hz]; 0 = off.', 0.0, 2000.0),
+    'collision_srdf_path': Param(
+        '', 'SRDF whose <disable_collisions> pairs the contact check leaves out; empty = '
+        'the pairs in contact at the initial state.'),
 }
 
 
@@ -116,7 +125,7 @@ def make_sim(values, t0):
 
     The URDF (``robot_description``, else the file ``urdf_path``) and the joint
     selection are read by :meth:`RobotModel.from_urdf`; raises :class:`StartupError`
-    with its message.
+    with its message. The robot model is kept as the simulation's ``robot_model``.
     """
     backend = values['backend']
     if backend not in BACKENDS:
@@ -150,6 +159,7 @@ def make_sim(values, t0):
         raise StartupError(str(exc)) from None
     sim.interface = values['command_interface']
     sim.command_timeout = values['velocity_command_timeout']
+    sim.robot_model = robot
     return sim
 
 
@@ -191,6 +201,19 @@ class SimRobotNode(Node):
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._reported_clamps = 0
         self._rejected = 0
+        self.contacts, self._contact_every, self._published = None, 0, 0
+        if p['contact_check_rate'] > 0.0 and getattr(self.sim.robot_model, 'urdf_xml', None):
+            try:
+                self.contacts = ContactReport(self.sim.robot_model,
+                                              read_srdf(p['collision_srdf_path'], 'collision_srdf_path'),
+                                              np.array(self.sim.position))
+            except ValueError as exc:  # a bad SRDF: ModelError / InputError
+                raise StartupError(f'collision_srdf_path: {exc}') from None
+            self._contact_every = max(1, round(p['rate_hz'] / p['contact_check_rate']))
+            if self.contacts.allowed:
+                self.get_logger().info(
+                    f'contact check: {len(self.contacts.allowed)} pairs in contact at the '
+                    f'start are left out ({", ".join(self.contacts.allowed[:3])}...)')
         self.create_timer(1.0, self._publish_diagnostics)
         if polled is None:
             self._timer = self.create_timer(1.0 / p['rate_hz'], self._on_tick)
@@ -226,6 +249,12 @@ class SimRobotNode(Node):
         self._js_position[:] = self.sim.position
         self._js_velocity[:] = self.sim.velocity
         self._js_pub.publish(self._js.payload())
+        self._published += 1
+        if self.contacts is not None and self._published % self._contact_every == 0:
+            line = self.contacts.check(self._js_position)
+            if line is not None:  # a contact starts or ends: once each
+                (self.get_logger().warning if line.startswith('contact:')
+                 else self.get_logger().info)(line)
 
     def realtime_tick(self, _message):
         """
@@ -308,18 +337,26 @@ class SimRobotNode(Node):
                 f'the last second ({clamps} in all): the command stream was unsafe; the '
                 f'last: {self._describe_clamp()}')
             self._reported_clamps = clamps
-        level = DiagnosticStatus.WARN if clamps else DiagnosticStatus.OK
+        contacts = self.contacts
+        touched = contacts is not None and contacts.samples > 0
+        level = DiagnosticStatus.WARN if clamps or touched else DiagnosticStatus.OK
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [DiagnosticStatus(
             level=level, name=f'{self.get_name()}: simulated robot',
             hardware_id=self.values['backend'],
-            message='setpoints clamped: unsafe command stream' if clamps else 'OK',
+            message=('setpoints clamped: unsafe command stream' if clamps else
+                     'contact between its collision shapes' if touched else 'OK'),
             values=[KeyValue(key='clamps', value=str(clamps)),
                     KeyValue(key='last_clamp',
                              value=self._describe_clamp() if clamps else ''),
                     KeyValue(key='rejected_commands', value=str(self._rejected)),
-                    KeyValue(key='command_interface', value=self.sim.interface)])]
+                    KeyValue(key='command_interface', value=self.sim.interface)]
+            + ([] if contacts is None else
+               [KeyValue(key='contact_checks', value=str(contacts.checks)),
+                KeyValue(key='contact_samples', value=str(contacts.samples)),
+                KeyValue(key='deepest_contact_m', value=f'{-contacts.deepest:.4g}'),
+                KeyValue(key='deepest_contact_pair', value=contacts.deepest_pair)]))]
         self._diag.publish(msg)
 
 
