@@ -202,10 +202,11 @@ class SimRobotNode(Node):
         self._reported_clamps = 0
         self._rejected = 0
         self.contacts, self._contact_every, self._published = None, 0, 0
-        if p['contact_check_rate'] > 0.0 and getattr(self.sim.robot_model, 'urdf_xml', None):
+        urdf_xml = getattr(self.sim.robot_model, 'urdf_xml', None)
+        if p['contact_check_rate'] > 0.0 and urdf_xml:
             try:
-                self.contacts = ContactReport(self.sim.robot_model,
-                                              read_srdf(p['collision_srdf_path'], 'collision_srdf_path'),
+                srdf = read_srdf(p['collision_srdf_path'], 'collision_srdf_path')
+                self.contacts = ContactReport(self.sim.robot_model, srdf,
                                               np.array(self.sim.position))
             except ValueError as exc:  # a bad SRDF: ModelError / InputError
                 raise StartupError(f'collision_srdf_path: {exc}') from None
