@@ -49,7 +49,6 @@ then handed an input read later, then the tick, shifted everything it keeps each
 
 from dataclasses import replace
 import math
-import time
 from typing import NamedTuple
 
 from ik_control.collision.model import CollisionModel
@@ -75,8 +74,6 @@ import numpy as np
 
 MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
 BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
-VIA_TRIES = 4      # via points tried per blocked fallback solution (_collision_free)
-VIA_SPREAD = 0.6   # their spread about the middle of the blocked line [rad]
 
 
 # status bits as plain ints: IntFlag's | costs microseconds a tick (``status`` is an int
@@ -284,34 +281,18 @@ class ResolvedRateController(GoalInputs):
 
     def _collision_free(self, q_from, q, rng, deadline):
         """
-        Return ``(clear, way)``: whether ``q`` keeps the pairs apart, and a way there.
+        Return ``(clear, way)``: whether the solution ``q`` keeps the pairs apart, ``[q]``.
 
-        The way keeps the pairs the security distance apart (None: none found).
-
-        For the joint strategy, the straight joint motion from ``q_from`` (the approach's
-        path: :func:`~ik_control.control.robot_link.join_velocity` keeps to the line), with
-        the check of :meth:`~ik_control.collision.model.CollisionModel.segment_clear`:
-        ``[q]``; where that line is blocked, one via point ``w`` with both lines clear,
-        ``[w, q]``, drawn about the line's middle (:data:`VIA_SPREAD`) up to
-        :data:`VIA_TRIES` times while the solving thread's CPU clock is before
-        ``deadline``. For the posture strategy, ``[q]`` if ``q`` itself is clear.
+        Only the solution is checked; the approach to it is guarded by the collision
+        stage. Checking the straight line to it as well (``CollisionModel.segment_clear``)
+        with via points and far solutions raised ``bench reach`` to 100 %, but the far
+        solutions' long joint motions left the MuJoCo WAM re-seeding behind its command
+        until it cut into a box (docs/collision.md).
         """
         check = self._ik_check  # (the fallback's thread: not the tick's model)
-        security = self.collision.security
-        if check.distances(q, within=security)[0].size:
+        if check.distances(q, within=self.collision.security)[0].size:
             return False, None
-        if self.config.fallback_strategy != 'joint' or check.segment_clear(q_from, q, security):
-            return True, [q]
-        model = self.model
-        margin = self.config.position_margin
-        lo, hi = model.lower + margin, model.upper - margin
-        for _ in range(VIA_TRIES):
-            if time.thread_time() > deadline:
-                break
-            w = np.clip(0.5 * (q_from + q) + rng.normal(0.0, VIA_SPREAD, q.size), lo, hi)
-            if check.segment_clear(q_from, w, security) and check.segment_clear(w, q, security):
-                return True, [w, q]
-        return True, None
+        return True, [q]
 
     def _allow_start_contacts(self):
         """
