@@ -108,31 +108,6 @@ def test_compiled_distances_of_primitives_are_coals(seed):
     assert measured > N // 2
 
 
-@settings(max_examples=4, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1))
-def test_a_segment_called_clear_keeps_every_pair_apart_all_along(seed):
-    """segment_clear's verdict against the judge on finely sampled straight motions."""
-    model = robots.robot('wam')
-    cm = CollisionModel(model)
-    rng = np.random.default_rng(seed)
-    hand = model.frame_placements(np.array(robots.SETUPS['wam'].ready))[0][:3, 3]
-    pose = np.eye(4)
-    pose[:3, 3] = hand + rng.uniform(-0.15, 0.15, 3)
-    cm.set_scene([('box', pose, BOX)])
-    judge_at = None
-    verdicts = []
-    for q0, q1 in model.random_configurations(40, rng).reshape(20, 2, -1):
-        if cm.closest(q0)[0] < 2 * SECURITY:
-            continue  # a start clear of every pair: the judge keeps all of them
-        judge_at = judge_at or ContactJudge(model, q0, obstacles=[(coal.Box(*BOX), pose)])
-        clear = cm.segment_clear(q0, q1, SECURITY)
-        worst = min(judge_at.closest(q0 + t * (q1 - q0))[0] for t in np.linspace(0, 1, 400))
-        if clear:
-            assert worst >= SECURITY - 1e-4, worst
-        verdicts.append(clear)
-    assert True in verdicts and False in verdicts, verdicts
-
-
 def test_srdf_pairs_are_not_checked_and_a_bad_srdf_is_one_clear_error():
     model = robots.robot('simon')
     with open(robots.data_path('config', 'simon.srdf'), encoding='utf-8') as f:

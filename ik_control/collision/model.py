@@ -201,8 +201,6 @@ class CollisionModel:
         self.moving = np.array([d.any() for d in self._dofs], dtype=bool)
         self.adjacent = adjacent_links(xml)
         self.shape_lever = self._lever_arms()
-        #: ``r_j`` [m per rad]: how far any robot point can be from joint ``j``'s axis
-        self.lever = self.shape_lever.max(axis=0, initial=0.0)
         self.scene = []
         self._check_self = self_pairs
         self.set_disabled(disabled_pairs_from_srdf(srdf) if srdf is not None else set())
@@ -411,56 +409,6 @@ class CollisionModel:
         n = self.near_pairs(ws.joint_T, within)
         keep = self.distance[:n] <= within
         return self.pair_index[:n][keep].copy(), self.distance[:n][keep].copy()
-
-    def segment_clear(self, q0, q1, clearance, resolution=0.02, look=0.1):
-        """
-        Whether the straight joint motion ``q0 -> q1`` keeps the pairs apart.
-
-        Conservative advancement: over the segment, the shapes of pair ``k`` move at most
-        ``L_k = sum_j R_kj |q1_j - q0_j|`` [m] relative to each other (``R_kj``: the lever
-        arm of joint ``j`` over the shape it moves and the other not; :attr:`shape_lever`),
-        so from a sample where pair ``k`` has ``gap_k`` [m] of room beyond its least
-        distance, the next sample may lie ``min_k gap_k / L_k`` further along: nothing can
-        close that room in between. The least distance is ``clearance`` [m]; a pair
-        nearer than ``clearance + resolution / 2`` at ``q0`` (an arm stopped by the
-        collision stage) may not come nearer than it was at any sample (``resolution /
-        2`` between them). The segment is refused where a pair has less room than
-        ``resolution / 2`` [m] at a sample, so a step over which no point moves more than
-        ``resolution`` is sound too (every point of the motion lies within ``resolution /
-        2`` of a sample): the longer of the two steps is taken. Pairs are measured within
-        ``look`` [m] of their least distance (the others have at least that much room).
-        The end is checked first.
-        """
-        q0 = np.asarray(q0, dtype=float)
-        q1 = np.asarray(q1, dtype=float)
-        least = np.full(len(self.pairs), float(clearance))
-        rows, d = self.distances(q0, within=clearance + 0.5 * resolution)
-        least[rows] = np.minimum(least[rows], d - 0.5 * resolution)
-        span = self.pair_lever @ np.abs(q1 - q0)
-        if not span.any():
-            return True
-        within = clearance + look
-        far_step = look / span.max()
-        near_step = resolution / span.max()  # no point moves more than resolution
-
-        def step(t):  # the room at q(t) as a step along the segment; -1: too little room
-            rows, d = self.distances(q0 + t * (q1 - q0), within=within)
-            gap = d - least[rows]
-            if np.any(gap < 0.5 * resolution):
-                return -1.0
-            moving = span[rows] > 0.0
-            advance = float(np.min(gap[moving] / span[rows][moving], initial=np.inf))
-            return min(far_step, max(advance, near_step))
-
-        if step(1.0) < 0.0:
-            return False
-        t = 0.0
-        while t < 1.0:
-            s = step(t)
-            if s < 0.0:
-                return False
-            t += s
-        return True
 
     def closest(self, q):
         """Return ``(distance [m], pair name)`` of the closest checked pair at ``q``."""

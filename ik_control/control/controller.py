@@ -279,20 +279,15 @@ class ResolvedRateController(GoalInputs):
             self.referee.collision = self.collision
             self.referee.unreachable_time = config.unreachable_time
 
-    def _collision_free(self, q_from, q, rng, deadline):
+    def _collision_free(self, q):
         """
-        Return ``(clear, way)``: whether the solution ``q`` keeps the pairs apart, ``[q]``.
+        Whether the position IK's solution ``q`` keeps every pair the security distance apart.
 
-        Only the solution is checked; the approach to it is guarded by the collision
-        stage. Checking the straight line to it as well (``CollisionModel.segment_clear``)
-        with via points and far solutions raised ``bench reach`` to 100 %, but the far
-        solutions' long joint motions left the MuJoCo WAM re-seeding behind its command
-        until it cut into a box (docs/collision.md).
+        Only the solution is checked; the straight approach to it is guarded by the
+        collision stage (docs/collision.md says what checking the line as well did).
         """
         check = self._ik_check  # (the fallback's thread: not the tick's model)
-        if check.distances(q, within=self.collision.security)[0].size:
-            return False, None
-        return True, [q]
+        return not check.distances(q, within=self.collision.security)[0].size
 
     def _allow_start_contacts(self):
         """

@@ -93,17 +93,11 @@ class IkFallback:
         self.serving = np.zeros(ne, dtype=bool)
         self.uses = 0
         self.approach = None
-        self.via = []          # joint strategy: configurations to pass first, in order
         self.posture = None
-        #: ``accept(q_seed, q, rng, deadline) -> (clear, way)``, or None. ``clear``: the
-        #: solution ``q`` itself keeps the pairs apart; ``way``: a list of configurations
-        #: that leads there clear of contact (``[q]``, or via points first), or None if
-        #: none was found before the solving thread's ``time.thread_time()`` reached
-        #: ``deadline``. A clear solution is taken, by its way or else by the straight
-        #: line (the collision stage guards the approach): the solution nearest the
-        #: seed, not a far one with a clear line, whose long joint motion a servoed arm
-        #: follows worst. One in contact is solved again from a random start, within
-        #: the same time budget. Called on the solving thread
+        #: ``accept(q) -> bool``, or None: whether the solution ``q`` keeps the pairs
+        #: apart. A clear solution is taken and approached on the straight joint line,
+        #: which the collision stage guards; one in contact is solved again from a random
+        #: start, within the same time budget. Called on the solving thread
         self.accept = None
         self._z, self._dq = np.zeros(n), np.zeros(n)
         self._H, self._beta = np.zeros((n, m)), np.zeros(m)
@@ -151,7 +145,7 @@ class IkFallback:
         done = self.poll()
         if done is None:
             return None
-        (asked_ids, which), (result, way) = done
+        (asked_ids, which), result = done
         self.seeking[which] = False
         if not np.array_equal(asked_ids[which], goal_ids[which]):
             return None  # those goals were replaced meanwhile
@@ -160,25 +154,13 @@ class IkFallback:
             self.serving[:] = which
             if strategy == 'joint':
                 self.approach = result.q
-                self.via = list(way[:-1])
             else:
                 self.posture = result.q
         return which, result
 
     def approach_done(self, q):
         """Whether every joint of ``q`` is within :data:`HANDBACK` of the approach's goal."""
-        return not self.via and bool(np.max(np.abs(self.approach - q)) < HANDBACK)
-
-    def waypoint(self, q):
-        """
-        Return where the joint-space approach heads from ``q``.
-
-        The next via point, else the solution; a via point within :data:`HANDBACK` of
-        ``q`` is passed.
-        """
-        if self.via and np.max(np.abs(self.via[0] - q)) < HANDBACK:
-            self.via.pop(0)
-        return self.via[0] if self.via else self.approach
+        return bool(np.max(np.abs(self.approach - q)) < HANDBACK)
 
     def posture_step(self, J, q, scale, active):
         """
@@ -201,7 +183,6 @@ class IkFallback:
             self.seeking[:] = False
         if self.serving[i]:
             self.approach = self.posture = None
-            self.via = []
             self.serving[:] = False
 
     @property
@@ -227,17 +208,14 @@ class IkFallback:
             start = time.thread_time()
             result = ik.solve(targets, q_seed, budget, rng=rng)
             rejected = 0
-            while result.success and accept is not None:
-                clear, way = accept(q_seed, result.q, rng, start + budget)
-                if clear:  # its way, or (none found) the straight line the stage guards
-                    return replace(result, rejected=rejected), way or [result.q]
+            while result.success and accept is not None and not accept(result.q):
                 rejected += 1
                 left = budget - (time.thread_time() - start)
                 if left <= 0.0:
-                    return replace(result, success=False, rejected=rejected), None
+                    return replace(result, success=False, rejected=rejected)
                 seed = model.random_configurations(1, rng)[0]
                 result = ik.solve(targets, seed, left, rng=rng)
-            return replace(result, rejected=rejected), [result.q] if result.success else None
+            return replace(result, rejected=rejected)
 
         self.requests += 1
         self._key = key

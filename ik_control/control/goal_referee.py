@@ -60,7 +60,7 @@ class GoalReferee:
         self._meas_ws = model.workspace()  # FK of the measured state
         self.collision = None       # the controller's CollisionStage, or None
         self.blocked_since = None   # since when the collision stage bounds the motion [s]
-        self._approach_left = np.inf   # the approach's least distance to its waypoint so
+        self._approach_left = np.inf   # the approach's least distance to the IK's solution so
         self._approach_time = 0.0      # far [rad], and when it last fell (APPROACH_PROGRESS)
 
     def collision_reason(self):
@@ -190,10 +190,10 @@ class GoalReferee:
         ``HANDBACK`` of the solution.
         """
         fallback = self.fallback
-        target = fallback.waypoint(q_cmd)
+        target = fallback.approach
         left = float(np.max(np.abs(target - q_cmd)))
-        if left < (1.0 - APPROACH_PROGRESS) * self._approach_left or left > self._approach_left:
-            self._approach_left, self._approach_time = left, now  # (a new waypoint: above)
+        if left < (1.0 - APPROACH_PROGRESS) * self._approach_left:
+            self._approach_left, self._approach_time = left, now
         if (self.blocked_since is not None
                 and now - self.blocked_since > APPROACH_BLOCKED * self.unreachable_time
                 and now - self._approach_time > self.unreachable_time):
