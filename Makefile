@@ -86,7 +86,7 @@ test: venv
 	@ROS_DOMAIN_ID=$(or $(TEST_DOMAIN_ID),$$(( $$(od -An -N2 -tu2 /dev/urandom) % 100 + 1 ))); \
 	export ROS_DOMAIN_ID; \
 	echo "ROS_DOMAIN_ID=$$ROS_DOMAIN_ID"; \
-	$(VENV_PY) -m pytest -q test $(PYTEST_ARGS)
+	IK_CONTROL_TEST_EVERYTHING=1 $(VENV_PY) -m pytest -q test $(PYTEST_ARGS)
 
 bench: venv
 	for b in $(BENCHES); do $(VENV)/bin/ik_control bench $$b || exit 1; done

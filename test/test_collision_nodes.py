@@ -13,6 +13,7 @@ import coal
 from collision_judge import ContactJudge
 from ik_control import robots
 import numpy as np
+import pinocchio as pin
 from test_collision import _crossing_goals, BOX, SECURITY
 from test_ik_controller_node import _sphere, _value, Bringup, STARTUP
 from visualization_msgs.msg import Marker, MarkerArray
@@ -126,5 +127,39 @@ def test_wam_on_mujoco_never_enters_a_published_box_and_the_negative_control_doe
         bringup.send_pose('tool', goal)
         bringup.wait_goal('tool', timeout=GOAL_TIME)
         assert _judge_since(bringup, judge, since) < 0.0
+    finally:
+        bringup.close()
+
+
+def test_fixed_obstacles_from_the_parameter_keep_the_arm_out():
+    # a table under the WAM given as obstacles.fixed (and a pole beside it), a goal 5 cm
+    # into the table: the hand stops above it, the goal ends unreachable for COLLISION
+    table, pole = np.eye(4), np.eye(4)
+    table[:3, 3] = (0.5, 0.0, -0.1)
+    pole[:3, :3] = pin.rpy.rpyToMatrix(0.0, 1.5708, 0.0)
+    pole[:3, 3] = (0.6, 0.4, 0.3)
+    bringup = Bringup('wam', 500.0, ns='/wam_fixed', extra=[
+        '-p', 'collision.srdf_path:=config/wam.srdf', '-p', 'diagnostics_rate:=20.0',
+        '-p', "obstacles.fixed:='[{name: table, type: box, size: [1.0, 1.0, 0.05], "
+        'position: [0.5, 0, -0.1]}, {type: cylinder, size: [0.05, 0.5], '
+        "position: [0.6, 0.4, 0.3], rpy: [0, 1.5708, 0]}]'"])
+    try:
+        model = bringup.model
+        judge = ContactJudge(model, bringup.q(), obstacles=[
+            (coal.Box(1.0, 1.0, 0.05), table), (coal.Cylinder(0.05, 0.5), pole)])
+        status = bringup.diagnostic(lambda s: _value(s, 'obstacles') == '2', timeout=5.0)
+        # the shapes the node parsed are where the parameter put them: its clearance to
+        # them is the judge's, to the reported millimetre
+        d = judge.distances(bringup.q())
+        scene = [k for k, (_, b) in enumerate(judge.names) if b.startswith('obstacle_')]
+        assert abs(float(_value(status, 'obstacle_clearance_m')) - d[scene].min()) < 1e-3
+        goal = model.frame_placements(bringup.q())[0]
+        goal[:3, 3] = (0.5, 0.0, -0.1)
+        since = len(bringup.states.messages)
+        bringup.send_pose('tool', goal)
+        bringup.ctx.spin_for(0.3)
+        words = _outcome(bringup)
+        assert words[0].startswith('COLLISION'), words
+        assert _judge_since(bringup, judge, since) >= 0.5 * SECURITY
     finally:
         bringup.close()

@@ -68,6 +68,32 @@ def test_stalled_goals_are_reached_through_the_position_ik_within_the_limits(
         assert speed <= 1.0 + 1e-9 and accel <= 1.0 + 1e-6
 
 
+def _bench_goal(k, seed=0):
+    """Return ``(start, goal)`` configurations of goal ``k`` of ``bench reach --robot wam``."""
+    config = reach.controller_config('wam')
+    draw = reach._contact_free(WAM, config)
+    rng = np.random.default_rng(seed)
+    lo, hi = WAM.lower + config.position_margin, WAM.upper - config.position_margin
+    for _ in range(k + 1):
+        q0, q_goal = draw(rng, lo, hi), draw(rng, lo, hi)
+    return q0, q_goal
+
+
+def test_the_posture_strategy_pulls_a_stalled_goal_to_reached():
+    # goal 72 of `bench reach --robot wam --seed 0 --strategy off --strategy posture`:
+    # the law alone stalls on it, the IK solution's nullspace pull (SAM eq. 16) frees it
+    q0, q_goal = _bench_goal(72)
+    controller, reached, *_ = _drive('off', q0, q_goal)
+    assert not reached and controller.parked[0]
+    controller, reached, speed, accel, T = _drive('posture', q0, q_goal)
+    assert reached, controller.unreachable_reason
+    assert controller.fallback_uses >= 1 and controller.fallback.approach is None
+    err_p, err_r = _pinocchio_error(controller.q_meas, T[0])
+    assert err_p <= controller.config.goal_position_tolerance
+    assert err_r <= controller.config.goal_orientation_tolerance
+    assert speed <= 1.0 + 1e-9 and accel <= 1.0 + 1e-6
+
+
 def test_goal_reached_needs_the_measured_pose_within_tolerance():
     q0, q_goal = _pairs(2, 1, 0.1)[0]
     q_goal = q0 + 0.1 * (q_goal - q0)  # a short move the law makes directly

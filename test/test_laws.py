@@ -112,13 +112,22 @@ def test_clamp_max_abs_bounds_every_component_and_keeps_direction(v, limit):
 
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1))
-def test_sdls_respects_gamma_max_and_is_finite(seed):
+def test_sdls_steps_toward_the_target_within_gamma_max(seed):
+    # Buss & Kim: each phi_i is the pseudoinverse's term along v_i, scaled down by a clamp,
+    # so J dq has a positive component along e (it reduces the error to first order)
+    # whenever J^T e != 0, and no joint moves more than gamma_max
     rng = np.random.default_rng(seed)
     J = _random_jacobian(rng, 6, 7, rank=int(rng.integers(3, 7)))
     e = rng.standard_normal(6) * 10 ** rng.uniform(-3, 3)
     dq = np.zeros(7)
     laws.sdls_step(J, e, np.pi / 4, dq)
     assert np.all(np.isfinite(dq)) and np.max(np.abs(dq)) <= np.pi / 4 + 1e-12
+    assert e @ (J @ dq) > 0.0
+    # undamped where nothing clamps: the pseudoinverse step (the sum of the phi_i unclamped)
+    small = e * (1e-9 / np.linalg.norm(e))
+    laws.sdls_step(J, small, np.pi / 4, dq)
+    np.testing.assert_allclose(dq, np.linalg.pinv(J, rcond=1e-9) @ small, rtol=1e-6,
+                               atol=1e-18)
 
 
 @settings(max_examples=200, deadline=None)

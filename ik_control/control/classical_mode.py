@@ -108,6 +108,21 @@ class ClassicalMode:
         self._goal_q = None                 # HAL / analytic: goal configuration
         self._goal_targets = np.full((ne, 4, 4), np.nan)
         self._braking = np.empty(model.nq)
+        self._compile()
+
+    def _compile(self):
+        """Solve once at the centre, so that the method's kernels are ready before a tick."""
+        model = self.model
+        q = model.center.copy()
+        T = model.frame_placements(q)
+        if self.ccd is not None:
+            self.ccd.solve(q, T, max_iterations=1, tolerance=1e-3, rotation_tolerance=1e-2,
+                           max_joint_step=np.ones(model.nq), alpha=self.ccd.weights(q))
+        steps = HAL_REFINE_STEPS if self.method == 'hal' else 0
+        for e, arm in enumerate(self.arms):
+            arm.solve(q, T[e][:3, 3], T[e][:3, :3], refine_steps=steps)
+        if self.two_link is not None:
+            self.two_link.solve(T[0][:3, 3], q_current=q)
 
     # ------------------------------------------------------------------ the tick
     def joint_step(self, c, dq):

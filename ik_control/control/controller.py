@@ -193,6 +193,9 @@ class ResolvedRateController(GoalInputs):
                                   self._v_out)
         limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
         join_velocity(q, q, self.v_max, self.a_max, self._v_out)  # re-seed, fallback approach
+        self.fallback.posture = q  # the posture strategy's nullspace pull
+        self.fallback.posture_step(self.solver.J, q, 0.0, self.solver.active)
+        self.fallback.posture = None
         GoalSet(self.model.end_effector_names, EventQueue()).judge(
             self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
         frame_T = self.solver.ws.frame_T
