@@ -414,7 +414,8 @@ def test_a_goal_sent_during_hold_waits_for_resume():
     run = Run(c, robot)
     run.ticks(10)
     c.hold()
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.0, 0.1, 0.0]))
+    goal = _goal(WAM, robot.q, [0.0, 0.1, 0.0])
+    c.set_target_matrix('tool', goal)
     assert c.goal_state[0] == GoalState.HELD
     run.ticks(50)
     assert np.max(np.abs(run.previous.velocities)) == 0.0
@@ -422,3 +423,10 @@ def test_a_goal_sent_during_hold_waits_for_resume():
     run.ticks(20)
     assert np.max(np.abs(run.previous.velocities)) > 0.0
     assert math.isfinite(c.sigma_min())
+    for _ in range(1500):  # the goal sent while held, not only motion: reached
+        run.tick()
+        if c.goal_reached[0]:
+            break
+    assert c.goal_reached[0] and c.goal_state[0] == GoalState.REACHED
+    hand = WAM.pin_frame_placement(robot.q, 'tool')  # the robot's own pose, by pinocchio
+    assert np.linalg.norm(hand[:3, 3] - goal[:3, 3]) <= c.config.goal_position_tolerance
