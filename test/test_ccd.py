@@ -3,7 +3,8 @@
 from hypothesis import given, settings, strategies as st
 from ik_control import robots
 from ik_control.ik import ccd
-from ik_control.ik.ccd import Ccd, ccd_solve, CcdMotion
+from ik_control.ik.ccd import Ccd, ccd_solve
+from ik_control.ik.ccd_motion import CcdMotion
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh import JointSpec, tree_urdf
 from ik_control.validation import InputError

@@ -9,7 +9,8 @@ from ik_control.style.exemplar import load_motion
 from ik_control.style.modulation import (modulate, modulation_scalar, scalar_deviation,
                                          scale_velocities, time_scale)
 from ik_control.style.smoothness import smoothness
-from ik_control.style.tsfks import eq1_samples, Tsfks
+from ik_control.style.tsfks import Tsfks
+from ik_control.style.tsfks_grid import eq1_samples
 from ik_control.validation import InputError
 import numpy as np
 import pytest
@@ -412,7 +413,7 @@ def test_style_bench_runs_both_methods_within_the_robot_limits():
     """
     from ik_control.bench import style
     from ik_control.bench import style_execution
-    from ik_control.ik.ccd import CcdMotion
+    from ik_control.ik.ccd_motion import CcdMotion
 
     adapter = StyleAdapter('pick_and_place')
     model = adapter.model
@@ -494,7 +495,7 @@ def test_motion_files_load_and_bad_names_are_refused():
 
 
 def test_style_bench_reports_table_one_for_every_joint():
-    from ik_control.bench import style
+    from ik_control.bench import style, style_report
 
     results = style.run(count=2, executor='kinematic', pitches=1)
     assert [row['joint'] for row in results['table']] == [j for _, j, _, _ in style.TABLE]
@@ -508,4 +509,4 @@ def test_style_bench_reports_table_one_for_every_joint():
     assert results['grid']['kept'] >= 83
     assert results['ccd_error_mm']['max'] <= 2.0 + 1e-6
     assert results['baseball']['bat_error_mm']['max'] < 10.0
-    assert 'DOF' in style.table(results)
+    assert 'DOF' in style_report.table(results)

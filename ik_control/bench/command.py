@@ -90,7 +90,7 @@ def _bench_ik(args):
 
 
 def _bench_style(args):
-    from ik_control.bench import style
+    from ik_control.bench import style, style_report
 
     if args.count < 1 or not args.ccd_speed > 0:
         raise InputError('--count and --ccd-speed must be positive')
@@ -99,10 +99,10 @@ def _bench_style(args):
     results = style.run(count=args.count, ccd_speed=args.ccd_speed, executor=args.executor,
                         pitches=args.pitches, kp=args.kp, limits=args.limits,
                         progress=None if args.json else progress)
-    png = style.plot(results, os.path.join(output_dir(args), 'style.png'))
-    data = style.to_json(results)
+    png = style_report.plot(results, os.path.join(output_dir(args), 'style.png'))
+    data = style_report.to_json(results)
     data['plot'] = png
-    emit(args, 'style', data, f'{style.table(results)}\nplot: {png}')
+    emit(args, 'style', data, f'{style_report.table(results)}\nplot: {png}')
 
 
 def _bench_jtrrt(args):
