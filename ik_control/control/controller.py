@@ -51,8 +51,7 @@ from dataclasses import replace
 import math
 from typing import NamedTuple
 
-from ik_control.collision.model import CollisionModel
-from ik_control.control import classical_mode, constrained_motion
+from ik_control.control import classical_mode, collision_guard, constrained_motion
 from ik_control.control import collision_stage as collision_mod
 from ik_control.control import limits as limits_mod
 from ik_control.control.command_window import (CommandWindow, compile_kernels,
@@ -127,10 +126,9 @@ class ResolvedRateController(GoalInputs):
         self.ne = len(model.end_effectors)
         self.config = None
         self.solver = VelocitySolver(model, SolverConfig())
-        self.obstacles = ObstacleAvoidance(model, shapes=self._obstacle_shapes(model))
-        self.collision = None  # the collision stage (CollisionStage), when enabled
-        self._collision_srdf = None
-        self._allow_contacts_at_start = False  # no SRDF: allow the first state's contacts
+        self.obstacles = ObstacleAvoidance(model, shapes=collision_guard.eq19_shapes(model))
+        self.guard = None  # the collision checks (CollisionGuard), when enabled
+        self.collision = None  # its stage (CollisionStage)
         self.events = EventQueue()  # transitions for the node to log
         self.configure(config or ControllerConfig())
         n = self.nq
@@ -163,20 +161,6 @@ class ResolvedRateController(GoalInputs):
         self._at_bound = False  # JOINT_BOUND at the last tick
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
         self._compile()
-
-    @staticmethod
-    def _obstacle_shapes(model):
-        """
-        Return the URDF's collision shapes for SAM eq. 19's term, or None (capsules).
-
-        A robot from a URDF with ``<collision>`` shapes is measured by them (scene pairs
-        only); a robot from a DH table, or a URDF without shapes, by the capsules of
-        ``obstacles.link_radius`` around its joint origins.
-        """
-        if getattr(model, 'urdf_xml', None) is None:
-            return None
-        shapes = CollisionModel(model, self_pairs=False)
-        return shapes if shapes.robot_count else None
 
     def _compile(self):
         """
@@ -215,19 +199,7 @@ class ResolvedRateController(GoalInputs):
                                 / config.rate_hz,
                                 max_joint_step=config.solver.max_joint_step)
         model = self.model
-        v_max = (np.array(config.max_velocity, dtype=float) if config.max_velocity
-                 else model.velocity_limit * config.velocity_scale)
-        if v_max.size == 1:
-            v_max = np.full(self.nq, float(v_max[0]))
-        if not np.all(np.isfinite(v_max) & (v_max > 0)):
-            raise InputError('URDF velocity limits missing: set max_velocity')
-        urdf = model.velocity_limit
-        faster = np.isfinite(urdf) & (urdf > 0) & (v_max > urdf * (1.0 + 1e-12))
-        if faster.any():
-            j = int(np.argmax(faster))
-            raise InputError(f'max_velocity {v_max[j]:g} exceeds the URDF velocity limit '
-                             f"{urdf[j]:g} of joint '{model.joint_names[j]}'")
-        a = np.array(config.max_acceleration, dtype=float)
+        v_max, a_max = limits_mod.joint_limits(model, config)
         ik_mode = classical_mode.build(getattr(self, 'ik_mode', None), model, config)
         constrained = constrained_motion.build(getattr(self, 'constrained', None), model, config)
         self.ik_mode, self.constrained = ik_mode, constrained
@@ -235,8 +207,7 @@ class ResolvedRateController(GoalInputs):
         self.obstacles.influence = config.obstacle_influence
         self.obstacles.gain = config.obstacle_gain
         self.obstacles.link_radius = config.link_radius
-        self.v_max = v_max
-        self.a_max = np.full(self.nq, a[0]) if a.size == 1 else a
+        self.v_max, self.a_max = v_max, a_max
         self.dt = 1.0 / config.rate_hz
         self.lead = max(config.max_expected_latency, self.dt)
         tolerances = (config.position_margin, config.goal_position_tolerance,
@@ -254,65 +225,13 @@ class ResolvedRateController(GoalInputs):
         self.config = config
 
     def _configure_collision(self, config):
-        """Build, re-parameterise or drop the collision stage (``collision_*`` settings)."""
-        if not config.collision_enabled or getattr(self.model, 'urdf_xml', None) is None:
-            self.collision = None
-        else:
-            if self.collision is None or self._collision_srdf != config.collision_srdf:
-                scene = self.collision.cm.scene if self.collision is not None else []
-                cm = CollisionModel(self.model, srdf=config.collision_srdf or None)
-                if not config.collision_srdf:
-                    self._allow_contacts_at_start = True
-                cm.set_scene(scene)
-                if cm.robot_count == 0:
-                    self.events.post('collision_no_shapes', 'warn', 'the URDF has no '
-                                     '<collision> shapes: the collision stage has nothing '
-                                     'to check (scene obstacles need robot shapes too)')
-                self.collision = collision_mod.CollisionStage(self.model, cm)
-                self._collision_srdf = config.collision_srdf
-                # the position IK's solutions are checked on its own thread: its own copy
-                self._ik_check = CollisionModel(self.model, srdf=config.collision_srdf or None)
-                self._ik_check.set_scene(scene)
-            stage = self.collision
-            stage.security = config.collision_security_distance
-            stage.influence = config.collision_influence_distance
-            stage.gain = config.collision_gain
-        self.fallback.accept = None if self.collision is None else self._collision_free
+        """Build, re-parameterise or drop the collision checks (``collision_*`` settings)."""
+        self.guard = collision_guard.configure(self.guard, self.model, config, self.events)
+        self.collision = self.guard.stage if self.guard is not None else None
+        self.fallback.accept = self.guard.accept if self.guard is not None else None
         if hasattr(self, 'referee'):
             self.referee.collision = self.collision
             self.referee.unreachable_time = config.unreachable_time
-
-    def _collision_free(self, q):
-        """
-        Whether the position IK's solution ``q`` keeps every pair the security distance apart.
-
-        Only the solution is checked; the straight approach to it is guarded by the
-        collision stage (docs/collision.md says what checking the line as well did).
-        """
-        check = self._ik_check  # (the fallback's thread: not the tick's model)
-        return not check.distances(q, within=self.collision.security)[0].size
-
-    def _allow_start_contacts(self):
-        """
-        Leave pairs in contact at the first state unchecked when no SRDF is given (logged).
-
-        MoveIt's "Default" rule at run time (contact: nearer than the security distance,
-        as :mod:`~ik_control.collision.acm` counts it): shells that overlap where the robot
-        starts would otherwise stop every motion. An SRDF (``collision_srdf``) decides
-        instead.
-        """
-        cm = self.collision.cm
-        rows, d = cm.distances(self.q_cmd, within=self.collision.security)
-        if rows.size:
-            names = [cm.pair_name(k) for k in rows]
-            links = {frozenset((cm.links[a], cm.links[b]))
-                     for a, b in cm.pairs[rows] if b < cm.robot_count}
-            cm.set_disabled(cm.disabled | links)
-            self._ik_check.set_disabled(cm.disabled)
-            self.events.post('collision_allowed', 'warn',
-                             f'no SRDF: {len(names)} pairs in contact at the start are not '
-                             f'checked ({", ".join(names[:4])}{"..." if len(names) > 4 else ""});'
-                             ' write one with `ik_control collision-matrix`')
 
     # ------------------------------------------------------------------ inputs
     def _observe_clock(self, now):
@@ -383,9 +302,8 @@ class ResolvedRateController(GoalInputs):
         idle = self.goals.mode != MODE_POSE
         self.goals.targets[idle] = self.solver.ws.frame_T[idle]
         self.solver.reset_targets()
-        if self.collision is not None and self._allow_contacts_at_start:
-            self._allow_contacts_at_start = False
-            self._allow_start_contacts()
+        if self.guard is not None:
+            self.guard.allow_start_contacts(self.q_cmd)
         self.initialized = True
 
     def _aim(self, now):

@@ -156,9 +156,8 @@ class GoalInputs:
 
     def _collision_scene(self, shapes):
         """Give the collision stage the same obstacles, as exact shapes."""
-        if self.collision is not None:
-            self.collision.cm.set_scene(shapes)
-            self._ik_check.set_scene(shapes)
+        if self.guard is not None:
+            self.guard.set_scene(shapes)
 
     def set_joint_trajectory(self, names, times, positions, velocities, start):
         """

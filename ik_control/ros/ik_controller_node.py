@@ -36,9 +36,9 @@ Topics (``E`` is each frame in ``end_effectors``):
 * subscribes ``~/obstacles`` (visualization_msgs/MarkerArray): SPHERE, CUBE and CYLINDER
   markers (ADD/MODIFY by namespace and id, DELETE, DELETEALL) are obstacles, each its
   exact shape, the arm keeps ``obstacles.influence_distance`` away from where its task
-  allows (SAM eq. 19, see :mod:`ik_control.ik.obstacles`); other marker types,
-  non-finite or non-positive sizes,
-  unnormalised orientations and unknown frames are refused one marker at a time.
+  allows (SAM eq. 19, see :mod:`ik_control.ik.obstacles`); other marker types, non-finite
+  or non-positive sizes, unnormalised orientations and unknown frames are refused one
+  marker at a time.
 
 Goals in ``base_frame`` (or with an empty frame_id) are used as they are; goals in another
 frame of the robot model are transformed by forward kinematics at the commanded state;
@@ -47,24 +47,21 @@ Refused messages never change the command; the reason is logged (throttled) and
 reported in the diagnostics. So is every transition of the controller (joint_states lost
 and regained, re-seeds, goals accepted, reached, unreachable or replaced, hold and
 resume, position limits engaged): once each, at most once per ``EVENT_LOG_PERIOD`` per
-kind, never per tick, and by the executor thread within ``EVENT_DRAIN_PERIOD``, never on
-the control tick.
+kind (:mod:`ik_control.ros.controller_report`), never per tick, and by the executor thread
+within ``EVENT_DRAIN_PERIOD``, never on the control tick.
 """
 
 from concurrent.futures import ThreadPoolExecutor
-import math
 import threading
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from ik_control.control import status as status_mod
 from ik_control.control.controller import ResolvedRateController
-from ik_control.control.goal_state import GoalState
-from ik_control.ik.nullspace import manipulability
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
+from ik_control.ros.controller_report import controller_values, diagnostic_array, EventLog
 from ik_control.ros.goal_topics import GoalTopics
 from ik_control.ros.ik_controller_parameters import (COMMAND_INTERFACES, controller_config,
                                                      fixed_obstacles, load_model, LOOP_MODES,
@@ -144,9 +141,9 @@ class IkControllerNode(GoalTopics, Node):
         self.lock = threading.Lock()
         self._refusals = 0
         self._bad_stamps = 0  # joint_states whose stamp gives no latency (MAX_LATENCY)
-        self._event_logged = {}  # event kind -> (last log time [s], left out since)
+        self._event_log = EventLog(self.get_logger(), EVENT_LOG_PERIOD)
         self.stats = _TickStats(phases=TICK_PHASES)
-        self._last_tick = -math.inf
+        self._last_tick = -np.inf
         self.period = 1.0 / values['rate_hz']
         if values['loop'] not in LOOP_MODES:
             raise StartupError(f"loop must be one of {LOOP_MODES}, not '{values['loop']}'")
@@ -356,7 +353,7 @@ class IkControllerNode(GoalTopics, Node):
 
     def _log_events(self):
         """
-        Log the controller's transitions, each kind at most once per EVENT_LOG_PERIOD.
+        Log the controller's transitions (:class:`EventLog`), off the tick.
 
         Run by the executor (every ``EVENT_DRAIN_PERIOD``, and after hold and resume), never
         by the tick: the queue is taken under the lock, the logging done after it. Call
@@ -366,21 +363,7 @@ class IkControllerNode(GoalTopics, Node):
             return
         with self.lock:
             events = self.controller.drain_events()
-        now = time.monotonic()
-        logger = self.get_logger()
-        for event in events:
-            last, left_out = self._event_logged.get(event.kind, (-math.inf, 0))
-            if now - last < EVENT_LOG_PERIOD:
-                self._event_logged[event.kind] = (last, left_out + 1)
-                continue
-            self._event_logged[event.kind] = (now, 0)
-            text = event.message + (f' ({left_out} more like it not logged)' if left_out
-                                    else '')
-            # one call site per severity: rclpy keys its log filters on the caller
-            if event.level == 'warn':
-                logger.warning(text)
-            else:
-                logger.info(text)
+        self._event_log.log(events, time.monotonic())
 
     def realtime_tick(self, state):
         """
@@ -497,52 +480,13 @@ class IkControllerNode(GoalTopics, Node):
 
     def _publish_diagnostics(self):
         with self.lock:  # a consistent picture of the controller, taken quickly
-            c = self.controller
-            status = c.status
-            values = [('status_codes', ','.join(status_mod.names(status)) or 'NONE'),
-                      ('sigma_min', f'{c.sigma_min():.4g}'),
-                      ('refused_messages', str(self._refusals)),
-                      ('last_refusal', c.last_refusal),
-                      ('reseeds', str(c.reseeds)),
-                      ('late_ticks', str(c.late_ticks)),
-                      ('late_seconds', f'{c.late_time:.6g}'),
-                      ('link', c.link.name),
-                      ('implausible_states', str(c.implausible_states)),
-                      ('clock_jumps_back', str(c.clock_jumps_back)),
-                      ('stamps_out_of_range', str(self._bad_stamps)),
-                      ('position_ik_requests', str(c.fallback.requests)),
-                      ('position_ik_solutions', str(c.fallback_uses))]
-            goal_states = [GoalState(int(g)).name for g in c.goal_state]
-            err_p, err_r = c.tracking_errors()
-            reached = c.goal_reached.copy()
-            reasons = list(c.unreachable_reason)
-            values.append(('obstacles', str(c.obstacles.radii.size)))
-            ws = c.solver.ws  # the last tick's placements
-            clearance = c.obstacles.nearest(ws.joint_T, ws.frame_T) if c.initialized else np.inf
-            values.append(('obstacle_clearance_m', f'{clearance:.4g}'))
-            if c.collision is not None:  # the nearest pair within the influence distance
-                values.append(('collision_closest_pair', c.collision.closest_pair or 'none'))
-                values.append(('collision_distance_m', f'{c.collision.closest_distance:.4g}'))
-            J = c.solver.J.copy() if c.initialized else None
-        for i, ee in enumerate(self.model.end_effector_names):
-            values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))
-            values.append((f'{ee}.orientation_error_rad', f'{err_r[i]:.6g}'))
-            values.append((f'{ee}.goal_reached', str(bool(reached[i]))))
-            values.append((f'{ee}.goal', goal_states[i]))
-            if reasons[i]:
-                values.append((f'{ee}.unreachable_because', reasons[i]))
-        if J is not None:
-            values.append(('manipulability', f'{manipulability(J):.4g}'))
+            status = self.controller.status
+            values = controller_values(self.controller, self._refusals, self._bad_stamps)
         values += [(key, f'{value:.1f}') for key, value in
                    self.stats.summary(self.period, self._ticks_per_diagnostics).items()]
-        msg = DiagnosticArray()
-        msg.header.stamp = self.clock_.now().to_msg()
-        msg.status = [DiagnosticStatus(
-            level=bytes([status_mod.level_of(status)]),
-            name=f'{self.get_name()}: resolved-rate controller',
-            hardware_id=self.model.name, message=status_mod.describe(status),
-            values=[KeyValue(key=k, value=v) for k, v in values])]
-        self._diag.publish(msg)
+        self._diag.publish(diagnostic_array(
+            f'{self.get_name()}: resolved-rate controller', self.model.name, status, values,
+            self.clock_.now().to_msg()))
 
 
 def main(args=None):

@@ -1,0 +1,109 @@
+"""
+The controller's collision checks, built from one configuration (docs/collision.md).
+
+:class:`CollisionGuard` holds the tick's :class:`~ik_control.control.collision_stage.
+CollisionStage` and the position IK's own copy of the same :class:`~ik_control.collision.
+model.CollisionModel` (the fallback solves on its own thread), keeps their scenes and
+disabled pairs equal, and decides the two questions around the stage: is an IK solution
+clear (:meth:`CollisionGuard.accept`), and which pairs in contact at the first state are
+left unchecked when no SRDF is given (:meth:`CollisionGuard.allow_start_contacts`).
+"""
+
+from ik_control.collision.model import CollisionModel
+from ik_control.control.collision_stage import CollisionStage
+
+
+def configure(old, model, config, events):
+    """
+    Return the guard for ``config`` (``old`` re-parameterised where it fits), or None.
+
+    None where ``collision_enabled`` is off or the model has no URDF (a DH robot). A new
+    SRDF builds a new guard, which keeps ``old``'s scene.
+    """
+    if not config.collision_enabled or getattr(model, 'urdf_xml', None) is None:
+        return None
+    guard = old
+    if old is None or old.srdf != config.collision_srdf:
+        guard = CollisionGuard(model, config.collision_srdf, events)
+        guard.set_scene(old.stage.cm.scene if old is not None else [])
+    stage = guard.stage
+    stage.security = config.collision_security_distance
+    stage.influence = config.collision_influence_distance
+    stage.gain = config.collision_gain
+    return guard
+
+
+def eq19_shapes(model):
+    """
+    Return the URDF's collision shapes for SAM eq. 19's term, or None (capsules).
+
+    A robot from a URDF with ``<collision>`` shapes is measured by them (scene pairs
+    only); a robot from a DH table, or a URDF without shapes, by the capsules of
+    ``obstacles.link_radius`` around its joint origins.
+    """
+    if getattr(model, 'urdf_xml', None) is None:
+        return None
+    shapes = CollisionModel(model, self_pairs=False)
+    return shapes if shapes.robot_count else None
+
+
+class CollisionGuard:
+    """
+    The collision stage and the position IK's check for one robot and SRDF.
+
+    ``srdf``: the SRDF's XML ('' = none: the pairs in contact at the first state are
+    left out, :meth:`allow_start_contacts`); ``events``: the controller's
+    :class:`~ik_control.control.goal_state.EventQueue`.
+    """
+
+    def __init__(self, model, srdf, events):
+        cm = CollisionModel(model, srdf=srdf or None)
+        if cm.robot_count == 0:
+            events.post('collision_no_shapes', 'warn', 'the URDF has no <collision> shapes: '
+                        'the collision stage has nothing to check (scene obstacles need '
+                        'robot shapes too)')
+        self.stage = CollisionStage(model, cm)
+        self.srdf = srdf
+        self.events = events
+        self.check = CollisionModel(model, srdf=srdf or None)  # the IK thread's own copy
+        self.allow_start = not srdf  # the first state's contacts are still to be allowed
+
+    def set_scene(self, shapes):
+        """Give the stage and the IK's check the same obstacles, as exact shapes."""
+        self.stage.cm.set_scene(shapes)
+        self.check.set_scene(shapes)
+
+    def accept(self, q):
+        """
+        Whether the position IK's solution ``q`` keeps every pair the security distance apart.
+
+        Only the solution is checked; the straight approach to it is guarded by the
+        collision stage (docs/collision.md says what checking the line as well did).
+        Called on the fallback's thread: it uses the IK's own copy of the model.
+        """
+        return not self.check.distances(q, within=self.stage.security)[0].size
+
+    def allow_start_contacts(self, q):
+        """
+        Leave pairs in contact at ``q``, the first state, unchecked (logged), once.
+
+        MoveIt's "Default" rule at run time (contact: nearer than the security distance,
+        as :mod:`~ik_control.collision.acm` counts it): shells that overlap where the robot
+        starts would otherwise stop every motion. An SRDF (``collision_srdf``) decides
+        instead: then this does nothing.
+        """
+        if not self.allow_start:
+            return
+        self.allow_start = False
+        cm = self.stage.cm
+        rows, d = cm.distances(q, within=self.stage.security)
+        if rows.size:
+            names = [cm.pair_name(k) for k in rows]
+            links = {frozenset((cm.links[a], cm.links[b]))
+                     for a, b in cm.pairs[rows] if b < cm.robot_count}
+            cm.set_disabled(cm.disabled | links)
+            self.check.set_disabled(cm.disabled)
+            self.events.post('collision_allowed', 'warn',
+                             f'no SRDF: {len(names)} pairs in contact at the start are not '
+                             f'checked ({", ".join(names[:4])}{"..." if len(names) > 4 else ""});'
+                             ' write one with `ik_control collision-matrix`')

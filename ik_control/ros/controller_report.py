@@ -1,0 +1,95 @@
+"""
+What ``ik_controller`` tells people: its events on the console, its state on /diagnostics.
+
+:class:`EventLog` logs the controller's transitions (goal accepted, reached, unreachable,
+state lost and regained, hold, re-seed, limits engaged), each kind at most once per
+period, with a count of those left out. :func:`controller_values` takes the controller's
+picture for one ``diagnostic_msgs/DiagnosticStatus`` (call it under the tick's lock);
+:func:`diagnostic_array` wraps it as the message.
+"""
+
+import math
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from ik_control.control import status as status_mod
+from ik_control.control.goal_state import GoalState
+from ik_control.ik.nullspace import manipulability
+import numpy as np
+
+
+class EventLog:
+    """Log events through ``logger``, each kind at most once per ``period`` [s]."""
+
+    def __init__(self, logger, period):
+        self.logger = logger
+        self.period = float(period)
+        self._logged = {}  # event kind -> (last log time [s], left out since)
+
+    def log(self, events, now):
+        """Log ``events`` (the controller's drained queue) at monotonic time ``now`` [s]."""
+        for event in events:
+            last, left_out = self._logged.get(event.kind, (-math.inf, 0))
+            if now - last < self.period:
+                self._logged[event.kind] = (last, left_out + 1)
+                continue
+            self._logged[event.kind] = (now, 0)
+            text = event.message + (f' ({left_out} more like it not logged)' if left_out
+                                    else '')
+            # one call site per severity: rclpy keys its log filters on the caller
+            if event.level == 'warn':
+                self.logger.warning(text)
+            else:
+                self.logger.info(text)
+
+
+def controller_values(c, refusals, bad_stamps):
+    """
+    Return the diagnostics' ``(key, value)`` strings of controller ``c``.
+
+    Status flags, link state and counters; the obstacles' and the collision stage's
+    nearest distances [m]; per end effector its errors [m, rad], goal state and why it is
+    unreachable; the manipulability of the last tick's Jacobian. ``refusals`` and
+    ``bad_stamps`` are the node's own counts. Call under the tick's lock.
+    """
+    values = [('status_codes', ','.join(status_mod.names(c.status)) or 'NONE'),
+              ('sigma_min', f'{c.sigma_min():.4g}'),
+              ('refused_messages', str(refusals)),
+              ('last_refusal', c.last_refusal),
+              ('reseeds', str(c.reseeds)),
+              ('late_ticks', str(c.late_ticks)),
+              ('late_seconds', f'{c.late_time:.6g}'),
+              ('link', c.link.name),
+              ('implausible_states', str(c.implausible_states)),
+              ('clock_jumps_back', str(c.clock_jumps_back)),
+              ('stamps_out_of_range', str(bad_stamps)),
+              ('position_ik_requests', str(c.fallback.requests)),
+              ('position_ik_solutions', str(c.fallback_uses)),
+              ('obstacles', str(c.obstacles.radii.size))]
+    ws = c.solver.ws  # the last tick's placements
+    clearance = c.obstacles.nearest(ws.joint_T, ws.frame_T) if c.initialized else np.inf
+    values.append(('obstacle_clearance_m', f'{clearance:.4g}'))
+    if c.collision is not None:  # the nearest pair within the influence distance
+        values.append(('collision_closest_pair', c.collision.closest_pair or 'none'))
+        values.append(('collision_distance_m', f'{c.collision.closest_distance:.4g}'))
+    err_p, err_r = c.tracking_errors()
+    for i, ee in enumerate(c.model.end_effector_names):
+        values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))
+        values.append((f'{ee}.orientation_error_rad', f'{err_r[i]:.6g}'))
+        values.append((f'{ee}.goal_reached', str(bool(c.goal_reached[i]))))
+        values.append((f'{ee}.goal', GoalState(int(c.goal_state[i])).name))
+        if c.unreachable_reason[i]:
+            values.append((f'{ee}.unreachable_because', c.unreachable_reason[i]))
+    if c.initialized:
+        values.append(('manipulability', f'{manipulability(c.solver.J):.4g}'))
+    return values
+
+
+def diagnostic_array(name, hardware_id, status, values, stamp):
+    """Return a DiagnosticArray of one status: ``status`` flags' level and words, ``values``."""
+    msg = DiagnosticArray()
+    msg.header.stamp = stamp
+    msg.status = [DiagnosticStatus(
+        level=bytes([status_mod.level_of(status)]), name=name, hardware_id=hardware_id,
+        message=status_mod.describe(status),
+        values=[KeyValue(key=k, value=v) for k, v in values])]
+    return msg
