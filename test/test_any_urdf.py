@@ -5,7 +5,7 @@ import io
 import json
 
 from hypothesis import given, settings, strategies as st
-from ik_control import cli
+from ik_control import cli, robots
 from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
 from ik_control.collision import acm
 from ik_control.control.config import ControllerConfig
@@ -203,3 +203,18 @@ def test_mimic_slave_on_the_chain_follows_its_master():
     assert np.linalg.norm(J[:, model.joint_names.index('m')]) > 0.5   # moves b through s
     with pytest.raises(ModelError, match=r"control their masters \['m'\] instead"):
         RobotModel.from_urdf(xml, joints=['s'])
+
+
+def test_a_link_and_a_joint_sharing_a_name_resolve_to_the_link():
+    # the WAM with its tool plate's fixed joint named like its child link, 'tool'
+    # (as some vendors' URDFs do): pinocchio then holds two frames called 'tool'
+    with open(robots.urdf_path('wam'), encoding='utf-8') as f:
+        xml = f.read().replace('<joint name="wam_tool_joint"', '<joint name="tool"')
+    wam = robots.robot('wam')
+    model = RobotModel.from_urdf(xml, base_frame='wam_base', end_effectors=[('tool', 'pose')])
+    rng = np.random.default_rng(0)
+    for q in model.random_configurations(20, rng):
+        np.testing.assert_allclose(model.frame_placements(q), wam.frame_placements(q),
+                                   atol=1e-12)
+    controller = ResolvedRateController(model, ControllerConfig(rate_hz=500.0))
+    assert controller.current_pose('tool').shape == (4, 4)

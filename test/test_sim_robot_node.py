@@ -5,6 +5,8 @@ import time
 from ik_control.ros.conversions import (
     arrays_to_joint_state, arrays_to_joint_trajectory, joint_trajectory_to_arrays, time_to_sec,
     write_float_array)
+from ik_control.ros.parameters import StartupError
+from ik_control.ros.sim_robot_node import make_sim, PARAMETERS
 import numpy as np
 import pytest
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
@@ -223,3 +225,18 @@ def test_joint_state_and_float_arrays_fill_in_place():
     assert msg.position is not buf and list(msg.position) == [1.0, 2.0]
     write_float_array(msg, 'position', None)
     assert len(msg.position) == 0
+
+
+def test_a_joint_without_a_velocity_limit_is_a_startup_error_not_a_joint_that_never_moves():
+    # a continuous joint may come without <limit> (pinocchio then says velocity 0): with
+    # enforce_limits the simulated robot would clamp every setpoint to 0 rad/s
+    xml = three_joint_urdf().replace(
+        '<joint name="j1" type="revolute"', '<joint name="j1" type="continuous"').replace(
+        '<limit lower="-2" upper="2" effort="100" velocity="2"/>', '', 1)
+    values = {name: param.default if type(param.default) in (bool, int, float, str, list)
+              else [] for name, param in PARAMETERS.items()}  # (arrays default to empty)
+    values['robot_description'] = xml
+    with pytest.raises(StartupError, match=r"joints \['j1'\] have no velocity limit"):
+        make_sim(values, 0.0)
+    values['enforce_limits'] = False
+    assert make_sim(values, 0.0).robot_model.nq == 3

@@ -179,7 +179,7 @@ def arm_segments(model):
         if p >= 0 and moved[p]:
             segments.append((p, j, -1, p))
     for i, ee in enumerate(model.end_effectors):
-        fid = model.pin_model.getFrameId(ee.frame)
+        fid = model._frame_id(ee.frame)
         j = model.pin_model.frames[fid].parentJoint - 1
         if j >= 0 and moved[j]:
             segments.append((j, -1, i, j))

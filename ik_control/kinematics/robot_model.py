@@ -26,7 +26,7 @@ a frame that no controlled joint moves).
 from dataclasses import dataclass
 
 from ik_control.kinematics import kernels
-from ik_control.kinematics.urdf_tree import (check_frame, joint_kind, mimic_table, read_urdf,
+from ik_control.kinematics.urdf_tree import (frame_id, joint_kind, mimic_table, read_urdf,
                                              reduce_to_chain, unwrap_continuous)
 from ik_control.validation import InputError, ModelError
 import numpy as np
@@ -203,8 +203,7 @@ class RobotModel:
         self._joint_ancestors = ancestors
 
     def _frame_id(self, frame):
-        check_frame(self.pin_model, frame)
-        return self.pin_model.getFrameId(frame)
+        return frame_id(self.pin_model, frame)
 
     def _frame_support(self, fid):
         """Bool mask over tree joints that move frame ``fid``."""

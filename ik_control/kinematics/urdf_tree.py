@@ -112,10 +112,29 @@ def check_frame(pin_model, frame, shown=40):
     raise ModelError(f"unknown frame '{frame}'; the model has {names[:shown]}{more}")
 
 
+def frame_id(pin_model, frame):
+    """
+    Return the pinocchio id of ``frame``; where a link and a joint share the name, the link's.
+
+    URDFs may name a joint like its child link (the tool's, often); pinocchio then holds a
+    BODY frame and a JOINT (or FIXED_JOINT) frame of that name, and its ``getFrameId``
+    refuses to choose. A name is a link first (the frame a user means by a tip or a
+    base); :class:`ModelError` where it is still ambiguous or unknown.
+    """
+    check_frame(pin_model, frame)
+    matches = [i for i, f in enumerate(pin_model.frames) if f.name == frame]
+    if len(matches) > 1:
+        links = [i for i in matches if pin_model.frames[i].type == pin.FrameType.BODY]
+        if len(links) != 1:
+            raise ModelError(f"frame '{frame}' names {len(matches)} frames of the model, "
+                             f'{len(links)} of them links: rename one in the URDF')
+        matches = links
+    return matches[0]
+
+
 def _frame_joint_support(pin_model, frame):
     """Return the set of joint ids (> 0) that move ``frame`` (pinocchio ``supports``)."""
-    check_frame(pin_model, frame)
-    joint = pin_model.frames[pin_model.getFrameId(frame)].parentJoint
+    joint = pin_model.frames[frame_id(pin_model, frame)].parentJoint
     return {int(j) for j in pin_model.supports[joint] if j > 0}
 
 

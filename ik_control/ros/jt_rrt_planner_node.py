@@ -217,7 +217,7 @@ class JtRrtPlannerNode(Node):
         pm, data = self.model.pin_model, self.model.pin_data
         pin.forwardKinematics(pm, data, self.model.tree_configuration(self.model.center))
         origin = (self.model.base_inv @ np.append(data.oMi[1].translation, 1.0))[:3]
-        fid = pm.getFrameId(self.values['end_effector'])
+        fid = self.model._frame_id(self.values['end_effector'])
         j = pm.frames[fid].parentJoint
         reach = float(np.linalg.norm(pm.frames[fid].placement.translation))
         while j > 1:

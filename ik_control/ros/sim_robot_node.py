@@ -141,6 +141,11 @@ def make_sim(values, t0):
         v_max = a_max = None
         if values['enforce_limits']:
             v_max = robot.velocity_limit
+            missing = [n for n, v in zip(robot.joint_names, v_max) if not 0.0 < v < np.inf]
+            if missing:  # (a continuous joint without <limit>: pinocchio says 0)
+                raise StartupError(f'joints {missing} have no velocity limit in the URDF '
+                                   '(<limit velocity=...>): give one, or set '
+                                   'enforce_limits:=false')
             a_max = np.array(values['max_acceleration'], dtype=float)
             if a_max.size not in (1, robot.nq) or not np.all(a_max > 0):
                 raise StartupError('max_acceleration needs 1 or %d values > 0, got %s'
