@@ -270,7 +270,7 @@ REFUSALS = {
              'unknown_frame': "'no_such_frame'"},
     'twist': {'nan_linear': 'twist linear contains NaN or infinite',
               'inf_angular': 'twist angular contains NaN or infinite',
-              'huge': 'twist components must be within', 'unknown_frame': "not 'no_such_frame'",
+              'huge': 'twist components must be within', 'unknown_frame': "'no_such_frame'",
               'stamp_far_past': 'stamp is', 'stamp_far_future': 'stamp is'},
     'obstacles': {'nan_position': 'position contains NaN or infinite',
                   'zero_size': 'must be finite and > 0', 'negative_size': 'must be finite and > 0',

@@ -384,7 +384,28 @@ def test_wam_out_of_reach_goal_leaves_a_still_stretched_arm_inside_limits(wam):
     assert np.linalg.norm(tool - T[:3, 3]) < np.linalg.norm(start - T[:3, 3]) - 0.15
 
 
-def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
+def _jog(wam, msg, seconds=1.5):
+    """Stream ``msg`` for ``seconds``; return the tool's velocity fitted 0.6-1.4 s in [m/s]."""
+    wam.states.clear()
+    start = wam.ctx.node.get_clock().now().nanoseconds * 1e-9
+    while wam.ctx.node.get_clock().now().nanoseconds * 1e-9 - start < seconds:
+        wam.twist_pub['tool'].publish(msg)
+        wam.ctx.spin_for(0.02)
+    # fit the tool path against the simulator's own stamps, 0.6-1.4 s after the start
+    stamps, points = [], []
+    for m in wam.states.messages:
+        t = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec - start
+        if 0.6 <= t <= 1.4:
+            q = np.array([m.position[m.name.index(n)] for n in wam.model.joint_names])
+            stamps.append(t)
+            points.append(wam.model.frame_placements(q)[0, :3, 3])
+    # a straight-line fit over 0.8 s: some tens of samples are plenty (the test process
+    # may miss states while busy; the robot's own stamps time the ones it has)
+    assert len(stamps) > 20
+    return np.polyfit(stamps, np.array(points), 1)[0]
+
+
+def test_wam_velocity_mode_moves_at_the_commanded_twist_in_base_and_tool_axes(wam):
     target = _reachable_targets(wam.model, robots.ready_pose('wam'), 0.0)[0]
     wam.send_pose('tool', target)
     wam.wait_goal('tool')
@@ -401,28 +422,13 @@ def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
     # slowed: 0.036 m/s measured): a user streaming over a busy link sets it longer too
     assert wam.set_parameter('twist_timeout', 1.0).successful
     try:
-        wam.states.clear()
-        start = wam.ctx.node.get_clock().now().nanoseconds * 1e-9
-        while wam.ctx.node.get_clock().now().nanoseconds * 1e-9 - start < 1.5:
-            wam.twist_pub['tool'].publish(msg)
-            wam.ctx.spin_for(0.02)
-        # fit the tool path against the simulator's own stamps, 0.6-1.4 s after the start
-        stamps, points = [], []
-        for m in wam.states.messages:
-            t = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec - start
-            if 0.6 <= t <= 1.4:
-                q = np.array([m.position[m.name.index(n)] for n in wam.model.joint_names])
-                stamps.append(t)
-                points.append(wam.model.frame_placements(q)[0, :3, 3])
-        # a straight-line fit over 0.8 s: some tens of samples are plenty (the test process
-        # may miss states while busy; the robot's own stamps time the ones it has)
-        assert len(stamps) > 20
-        velocity = np.polyfit(stamps, np.array(points), 1)[0]
+        velocity = _jog(wam, msg)
         assert velocity[1] == pytest.approx(speed, rel=0.15)
         assert abs(velocity[0]) < 0.2 * speed and abs(velocity[2]) < 0.2 * speed
         # the command times out (1 s after the last twist) and the arm comes to rest: the
-        # robot's own samples stamped 1.5-2 s after the last twist (not a backlog this process
-        # takes late on a loaded machine: samples of the motion, 1.3 s old, were seen)
+        # robot's own samples stamped 1.5-2 s after the last twist (not a backlog this
+        # process takes late on a loaded machine: samples of the motion, 1.3 s old, were
+        # seen)
         last_twist = wam.ctx.node.get_clock().now().nanoseconds * 1e-9
         wam.ctx.spin_for(2.0)
         wam.states.current()
@@ -430,8 +436,16 @@ def test_wam_velocity_mode_moves_at_the_commanded_twist(wam):
                 if last_twist + 1.5 <= stamp_seconds(m) <= last_twist + 2.0]
         assert len(rest) > 20
         assert np.max(np.ptp(np.array(rest), axis=0)) < 1e-4
+        # tool-frame jogging (MoveIt Servo's command frame): along the tool's own z axis,
+        # which the rest pose points somewhere in base axes (by pinocchio)
+        tool_z = wam.model.pin_frame_placement(wam.q(), 'tool')[:3, 2]
+        msg.header.frame_id = 'tool'
+        msg.twist.linear.y, msg.twist.linear.z = 0.0, speed
+        velocity = _jog(wam, msg)
+        assert np.linalg.norm(velocity - speed * tool_z) < 0.2 * speed, (velocity, tool_z)
     finally:  # the fixture's next test expects the default
         assert wam.set_parameter('twist_timeout', 0.2).successful
+        wam.ctx.spin_for(1.5)  # (the last twist times out: the arm at rest)
 
 
 def _value(status, key):

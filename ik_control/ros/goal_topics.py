@@ -149,19 +149,24 @@ class GoalTopics:
         self._publish_goal(force=True)
 
     def _on_twist(self, ee, msg):
+        """
+        Follow a velocity goal given in the axes of ``header.frame_id``.
+
+        Any frame of the model (the end effector's own: tool-frame jogging, as MoveIt
+        Servo's command frame) or of tf2; its rotation at the commanded state turns both
+        vectors into base axes: ``v_base = R v``, ``w_base = R w``. The twist still
+        moves the effector's own point.
+        """
         try:
-            frame = msg.header.frame_id
-            if frame not in ('', self.model.base_frame):
-                raise InputError(f"{ee} target_twist must be in '{self.model.base_frame}' "
-                                 f"(or have an empty frame_id), not '{frame}'")
+            R = self._target_in_base(msg.header.frame_id, np.eye(4), msg.header.stamp)[:3, :3]
             now = self._now()
             stamp = self._stamp_seconds(msg.header.stamp)
             if stamp != 0.0 and abs(now - stamp) > max(1.0, self.controller.config.twist_timeout):
                 raise InputError(f'{ee} target_twist stamp is {now - stamp:.3g} s away from '
                                  'now')
             t = msg.twist
-            self.controller.set_twist_target(ee, [t.linear.x, t.linear.y, t.linear.z],
-                                             [t.angular.x, t.angular.y, t.angular.z], now)
+            self.controller.set_twist_target(ee, R @ [t.linear.x, t.linear.y, t.linear.z],
+                                             R @ [t.angular.x, t.angular.y, t.angular.z], now)
             self.topic_goals[self.controller.end_effector_index(ee)] += 1
         except InputError as exc:
             self._refuse(str(exc))

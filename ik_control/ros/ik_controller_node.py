@@ -4,8 +4,8 @@
 Topics (``E`` is each frame in ``end_effectors``):
 
 * subscribes ``joint_states`` (sensor_msgs/JointState; any order, extra joints ignored),
-  ``~/E/target_pose`` (geometry_msgs/PoseStamped) and ``~/E/target_twist``
-  (geometry_msgs/TwistStamped, velocity mode, valid for ``twist_timeout``);
+  ``~/E/target_pose`` (geometry_msgs/PoseStamped) and ``~/E/target_twist`` (geometry_msgs/
+  TwistStamped, velocity mode in its frame's axes, valid for ``twist_timeout``);
 * publishes, per ``command_interface``, on ``output_topic``: stamped
   trajectory_msgs/JointTrajectory windows of the committed path (header stamp = the tick's
   time, points up to ``max_expected_latency`` ahead, then braking to rest; see
