@@ -8,6 +8,8 @@ import sys
 from hypothesis import given, settings, strategies as st
 from ik_control import robots
 from ik_control.bench import buss
+from ik_control.control.config import ControllerConfig
+from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.position_ik import PositionIk
 from ik_control.ik.solver import METHODS, SolverConfig, VelocitySolver
 from ik_control.validation import InputError
@@ -74,6 +76,32 @@ def test_adaptive_clamp_resets_only_the_effector_whose_target_jumped():
     solver.step(q, T)
     assert np.isfinite(solver.dmax[0]) and 0.02 <= solver.dmax[0] < 0.5
     assert np.isinf(solver.dmax[1])
+
+
+def test_a_new_goal_for_one_hand_leaves_the_other_hands_adaptive_bound_alone():
+    # the controller's side of Buss's per-effector D_max,i: a pose goal resets only its own
+    config = ControllerConfig(rate_hz=1000.0, fallback_strategy='off', collision_enabled=False,
+                              solver=SolverConfig(clamp_error=0.02, adaptive_clamp=True))
+    c = ResolvedRateController(SIMON, config)
+    q = np.array(robots.ready_pose('simon'))
+    T = SIMON.frame_placements(q)
+    T[:, 0, 3] += 0.3
+    for k, ee in enumerate(SIMON.end_effector_names):
+        c.set_target_matrix(ee, T[k])
+    for tick in range(20):
+        c.set_joint_state(SIMON.joint_names, q, tick * 1e-3)
+        command = c.update(tick * 1e-3)
+        if command is not None:
+            q = command.at(1e-3)[0]
+    assert np.all(np.isfinite(c.solver.dmax))  # both bounds tightened after the jumps
+    left = c.solver.dmax[1]
+    T[0, 1, 3] += 0.2
+    c.set_target_matrix('right_hand', T[0])   # the right hand's target jumps, the left's not
+    c.set_joint_state(SIMON.joint_names, q, 0.02)
+    c.update(0.02)
+    assert np.isinf(c.solver.dmax[0])
+    assert np.isfinite(c.solver.dmax[1]) and 0.02 <= c.solver.dmax[1] < 0.5
+    assert c.solver.dmax[1] == pytest.approx(left, abs=0.05)
 
 
 def test_max_joint_step_clamps_the_largest_joint_change():

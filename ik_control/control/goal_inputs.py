@@ -57,7 +57,7 @@ class GoalInputs:
         self._cancel_joint_goal('a pose goal')
         self._end_goal(i)
         self.goals.accept_pose(i, T)
-        self.solver.reset_targets()
+        self.solver.reset_targets([i])  # Buss's D_max,i: this effector's target jumped
 
     def motion_start(self, frame, now):
         """
@@ -219,7 +219,7 @@ class GoalInputs:
             self.referee.end_fallback(i)
         self.solver.ws.update(self.q_cmd, jacobian=False)
         self.goals.stop(which, self.solver.ws.frame_T)
-        self.solver.reset_targets()
+        self.solver.reset_targets(which)
 
     def hold(self):
         """Pause: decelerate to rest and keep the pose; the goals wait (``HELD``)."""
