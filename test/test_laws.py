@@ -185,7 +185,7 @@ def test_task_priority_keeps_the_primary_task_and_uses_what_is_left():
     J1, J2 = _random_jacobian(rng, 3, 7), _random_jacobian(rng, 3, 7)
     dx1, dx2 = rng.standard_normal(3), rng.standard_normal(3)
     dq1 = np.linalg.pinv(J1) @ dx1
-    dq = dq1 + nullspace.task_priority_term(J1, dq1, J2, dx2, damping1=0.0, damping2=0.0)
+    dq = dq1 + nullspace.task_priority_term(J1, dq1, J2, dx2, damping2=0.0)
     np.testing.assert_allclose(J1 @ dq, dx1, atol=1e-9)
     np.testing.assert_allclose(J2 @ dq, dx2, atol=1e-9)  # 3 + 3 <= 7: both satisfiable
     J2c = np.vstack([J1[:2], J2[:1]])  # conflicts with the primary task
@@ -195,6 +195,31 @@ def test_task_priority_keeps_the_primary_task_and_uses_what_is_left():
     # the damping bounds the secondary step where the tasks conflict: with lambda_2 = 0.05
     # the secondary step is no longer than |dx2 - J2 dq1| / (2 lambda_2)
     assert np.linalg.norm(dq - dq1) <= np.linalg.norm(dx2c - J2c @ dq1) / (2 * 0.05) + 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from([None, 'deficient', 'near']))
+def test_the_eq19_term_leaves_the_primary_task_velocity_unchanged(seed, rank):
+    # SAM eq. 19's obstacle term switched on: J1 (dq1 + term) == J1 dq1 to 1e-9 relative,
+    # also at and next to a singularity of the primary task, where a projector built from
+    # the damped inverse (lambda_1 0.05, the term before) leaked into the task
+    rng = np.random.default_rng(seed)
+    J1 = _random_jacobian(rng, 6, 7, rank=5 if rank == 'deficient' else None)
+    if rank == 'near':
+        U, s, Vt = np.linalg.svd(J1, full_matrices=False)
+        s[-1] = s[0] * 10 ** rng.uniform(-6, -2)
+        J1 = (U * s) @ Vt
+    J2 = _random_jacobian(rng, int(rng.integers(1, 4)), 7)
+    dq1, dx2 = rng.standard_normal(7), rng.standard_normal(J2.shape[0])
+    term = nullspace.task_priority_term(J1, dq1, J2, dx2)
+    assert np.linalg.norm(J1 @ term) <= 1e-9 * np.linalg.norm(J1, 2) * np.linalg.norm(term)
+    if rank == 'near':  # what the damped projector did here: a visible leak
+        N1 = np.eye(7) - J1.T @ np.linalg.solve(J1 @ J1.T + 0.05 ** 2 * np.eye(6), J1)
+        J2N = J2 @ N1
+        damped = J2N.T @ np.linalg.solve(J2N @ J2N.T + 0.05 ** 2 * np.eye(len(dx2)),
+                                         dx2 - J2 @ dq1)
+        assert np.linalg.norm(J1 @ damped) > 1e-6 * np.linalg.norm(J1, 2) * np.linalg.norm(
+            damped)
 
 
 def _rotation(rng, angle=None):

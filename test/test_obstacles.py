@@ -82,7 +82,7 @@ def test_wam_keeps_its_tool_pose_and_moves_its_elbow_off_a_sphere():
     for _ in range(1000):
         dq = solver.step(q, target).copy()
         ws = _kinematics(model, q)
-        dq, clearance = avoid.step(solver.J, dq, ws.joint_T, ws.frame_T, dt, damping1=0.01)
+        dq, clearance = avoid.step(solver.J, dq, ws.joint_T, ws.frame_T, dt)
         clearance0 = clearance if clearance0 is None else clearance0
         q = np.clip(q + dq, model.lower, model.upper)
     ws = _kinematics(model, q)
@@ -120,7 +120,7 @@ def test_with_the_urdf_shapes_the_elbow_leaves_a_sphere_as_coal_measures_it():
             dq = solver.step(q, target).copy()
             ws = _kinematics(model, q)
             if term:
-                dq, _ = avoid.step(solver.J, dq, ws.joint_T, ws.frame_T, dt, damping1=0.01)
+                dq, _ = avoid.step(solver.J, dq, ws.joint_T, ws.frame_T, dt)
             q = np.clip(q + dq, model.lower, model.upper)
         return q
 

@@ -66,7 +66,7 @@ from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
 from ik_control.control.status import Status
 from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.pose_error import pose_distance
-from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_LAMBDA2, INFO_SIGMA_MIN,
+from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_SIGMA_MIN,
                                   SolverConfig, VelocitySolver)
 from ik_control.validation import InputError
 import numpy as np
@@ -409,8 +409,7 @@ class ResolvedRateController(GoalInputs):
             if self.obstacles.radii.size:
                 ws = self.solver.ws
                 dq, clearance = self.obstacles.step(
-                    ws.J, dq, ws.joint_T, ws.frame_T, self.dt, self.solver.active,
-                    math.sqrt(max(self.solver.info[INFO_LAMBDA2], 0.0)))
+                    ws.J, dq, ws.joint_T, ws.frame_T, self.dt, self.solver.active)
                 if clearance < self.obstacles.influence:
                     status |= _OBSTACLE_NEAR
             np.multiply(dq, cfg.rate_hz, out=self._v_des)

@@ -104,19 +104,23 @@ def manipulability(J):
     return float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0)))
 
 
-def task_priority_term(J1, dq1, J2, dx2, damping1=0.0, damping2=0.05):
+def task_priority_term(J1, dq1, J2, dx2, damping2=0.05):
     """
     Return the secondary task's term of SAM eq. (19): ``(J2 N1)^+ (dx2 - J2 dq1)``.
 
-    ``N1 = I - J1^+ J1`` is the primary task's nullspace projector, ``J1^+`` its damped
-    inverse ``J1^T (J1 J1^T + lambda_1^2 I)^-1`` (``damping1`` = lambda_1, plus 1e-12 so
-    that it always factors); ``(J2 N1)^+`` is damped by ``damping2`` = lambda_2 (Buss eq.
-    11), which bounds the step where the two tasks conflict. ``dq1`` is the primary
-    task's step; ``dq1`` plus this term is eq. (19)'s joint step.
+    ``N1 = I - J1^+ J1`` is the primary task's nullspace projector, exact at any rank:
+    each row of ``J2`` is projected by :func:`project_nullspace` (``J2 N1 = (N1 J2^T)^T``,
+    ``N1`` symmetric), so ``J1`` times the term is zero to rounding and switching the term
+    on leaves the primary task's velocity as it was (a damped ``J1^+`` would leak into
+    it, most near a singularity). ``(J2 N1)^+`` is damped by ``damping2`` = lambda_2
+    (Buss eq. 11), which bounds the step where the two tasks conflict. ``dq1`` is the
+    primary task's step; ``dq1`` plus this term is eq. (19)'s joint step.
     """
-    nq = J1.shape[1]
-    A = J1 @ J1.T + (damping1 * damping1 + 1e-12) * np.eye(J1.shape[0])
-    N1 = np.eye(nq) - J1.T @ np.linalg.solve(A, J1)
-    J2N = J2 @ N1
+    m, n = J1.shape
+    J1 = np.ascontiguousarray(J1, dtype=np.float64)
+    J2N = np.empty((J2.shape[0], n))
+    H, beta = np.empty((n, m)), np.empty(m)
+    for r in range(J2.shape[0]):
+        project_nullspace(J1, np.ascontiguousarray(J2[r], dtype=np.float64), J2N[r], H, beta)
     B = J2N @ J2N.T + damping2 * damping2 * np.eye(J2N.shape[0])
     return J2N.T @ np.linalg.solve(B, dx2 - J2 @ dq1)

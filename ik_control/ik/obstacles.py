@@ -388,12 +388,12 @@ class ObstacleAvoidance:
                 J[:, c] += m.multiplier[a] * axis
         return J
 
-    def step(self, J1, dq1, joint_T, frame_T, dt, active=None, damping1=0.0):
+    def step(self, J1, dq1, joint_T, frame_T, dt, active=None):
         """
         Return ``dq1`` plus the obstacle term of SAM eq. (19), and the smallest clearance.
 
-        ``J1`` is the primary task Jacobian (its damped inverse, with ``damping1``, gives the
-        nullspace projector), ``dq1`` its solved step over ``dt`` [s]; ``active`` (0/1 per
+        ``J1`` is the primary task Jacobian (its exact nullspace projector keeps the term
+        out of the task), ``dq1`` its solved step over ``dt`` [s]; ``active`` (0/1 per
         joint) keeps frozen joints still. With no sphere within ``influence`` the step is
         returned unchanged.
         """
@@ -424,7 +424,7 @@ class ObstacleAvoidance:
         if active is not None:
             J2 = J2 * active
             J1 = J1 * active
-        homogeneous = task_priority_term(J1, dq1, J2, dx2, damping1, self.damping)
+        homogeneous = task_priority_term(J1, dq1, J2, dx2, self.damping)
         x = min(max((self.influence - d_min) / (0.5 * self.influence), 0.0), 1.0)
         alpha_h = x * x * (3.0 - 2.0 * x)
         return dq1 + alpha_h * homogeneous, d_min
