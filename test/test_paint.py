@@ -34,6 +34,8 @@ def test_paint_example_tracks_within_1mm_and_avoidance_raises_the_clearance(tmp_
     assert cli.main(['paint', '--plot', str(png), '--json']) == 0
     report = json.loads(capsys.readouterr().out)
     plain, avoid = (report['runs'][name] for name in paint.RUNS)
+    # SAM's law in both runs, as the labels say (not the controller's default DLS)
+    assert plain['solver_method'] == avoid['solver_method'] == 'pseudoinverse'
     for run in (plain, avoid):
         assert run['max_position_error_mm'] < 1.0
         assert run['max_rotation_error_mrad'] < 1.0

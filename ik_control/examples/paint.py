@@ -12,7 +12,9 @@ eq. 20-21, ``e = x_d(t + dt) - x_a(t)``) gets the next sample through
 ``set_target_matrix`` and ``update(now)`` on a perfect kinematic robot
 (:func:`~ik_control.control.closed_loop.run_closed_loop`).
 
-It runs twice: the pseudoinverse solution alone, and with the door as the secondary goal
+It runs twice with SAM's law, the pseudoinverse (``solver.method: pseudoinverse``; the
+controller's default is damped least squares): the pseudoinverse solution alone, and with
+the door as the secondary goal
 of SAM eq. 19 (``ObstacleAvoidance.set_shapes``: the exact box; the nozzle's own link is
 left out, it is meant to be near), its weight blended in over time from the task file's
 ``priorities`` (SAM sec. V). Printed for both: the tracking error of the nozzle along the
@@ -22,7 +24,7 @@ within ``TRACKING_BOUND``. The plot shows the joint angles over time (the paper'
 the arm and paths in 3-D (Figs. 6, 8), the clearance and the tracking error.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 import os
 import time
@@ -141,6 +143,8 @@ def run(task, avoid, progress=None):
     model = task.model
     config = tracking_config(task.rate_hz, obstacle_influence=task.influence,
                              obstacle_gain=task.gain, link_radius=task.link_radius)
+    # SAM's primary solution is the pseudoinverse (sec. III), not our damped law
+    config = replace(config, solver=replace(config.solver, method='pseudoinverse'))
     controller = ResolvedRateController(model, config)
     if avoid:
         controller.obstacles.set_shapes([('box', task.door_pose, task.door_size)])
@@ -169,8 +173,8 @@ def run(task, avoid, progress=None):
         ws.update(q, jacobian=False)
         clearance[k] = checker.clearances(ws.joint_T, ws.frame_T)[0].min()
     return {'times': record.times, 'q': record.q, 'actual': actual, 'wanted': wanted,
-            'position_error': position_error, 'rotation_error': rotation_error,
-            'clearance': clearance, 'status': record.status, 'seconds': seconds}
+            'method': controller.solver.config.method, 'position_error': position_error,
+            'rotation_error': rotation_error, 'clearance': clearance, 'status': record.status, 'seconds': seconds}
 
 
 def summary(task, results):
@@ -184,7 +188,7 @@ def summary(task, results):
                      'max_rotation_error_mrad': float(r['rotation_error'].max() * 1e3),
                      'min_clearance_m': float(r['clearance'][k]),
                      'min_clearance_at_s': float(r['times'][k]),
-                     'ticks': int(r['times'].size),
+                     'solver_method': r['method'], 'ticks': int(r['times'].size),
                      'ms_per_tick': float(r['seconds'] / r['times'].size * 1e3)}
     return out
 
