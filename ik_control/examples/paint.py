@@ -174,7 +174,8 @@ def run(task, avoid, progress=None):
         clearance[k] = checker.clearances(ws.joint_T, ws.frame_T)[0].min()
     return {'times': record.times, 'q': record.q, 'actual': actual, 'wanted': wanted,
             'method': controller.solver.config.method, 'position_error': position_error,
-            'rotation_error': rotation_error, 'clearance': clearance, 'status': record.status, 'seconds': seconds}
+            'rotation_error': rotation_error, 'clearance': clearance, 'status': record.status,
+            'seconds': seconds}
 
 
 def summary(task, results):
