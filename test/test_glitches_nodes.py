@@ -11,13 +11,16 @@ import signal
 
 from ik_control import robots
 from ik_control.control.command_window import sample_points
+from ik_control.control.goal_state import GoalState
 from ik_control.control.motion_meter import MotionMeter
+from ik_control.control.status import Status
 import numpy as np
 import pytest
 from ros_helpers import NodeProcess
 from sensor_msgs.msg import JointState
+from std_msgs.msg import UInt32, UInt8
 from std_srvs.srv import Trigger
-from test_ik_controller_node import _value, Bringup, STARTUP
+from test_ik_controller_node import _value, Bringup, LATCHED, STARTUP
 
 WAM = robots.robot('wam')
 INJECTED = 'injected_by_test'  # frame_id of the joint_states the test publishes
@@ -209,12 +212,29 @@ def _trigger(bringup, name):
     return future.result()
 
 
+def _status_topics(bringup):
+    """Collectors of ``~/status`` and ``~/tool/goal_state`` (latched: the current value first)."""
+    return (bringup.ctx.collect(UInt32, f'{bringup.ns}/ik_controller/status', LATCHED),
+            bringup.ctx.collect(UInt8, f'{bringup.ns}/ik_controller/tool/goal_state', LATCHED))
+
+
+def _says(collector, predicate, timeout=5.0):
+    """Wait until the latest message of ``collector`` satisfies ``predicate``."""
+    assert collector.ctx.spin_until(
+        lambda: collector.messages and predicate(collector.last.data), timeout), \
+        collector.last
+
+
 def test_hold_then_resume_continues_the_goal(wam):
+    status, state = _status_topics(wam)
     s0, c0 = len(wam.states.messages), len(wam.commands.messages)
     wam.send_pose('tool', _goal([0.1, 0.15, -0.1]))
     wam.commands.wait(lambda m: np.max(np.abs(m.points[0].velocities)) > 0.05, timeout=10.0)
     assert _trigger(wam, 'hold').success
     assert _diag(wam, 'tool.goal', lambda v: v == 'HELD') == 'HELD'
+    # the same, machine-readable, on the status topics
+    _says(status, lambda code: code & Status.HOLDING)
+    _says(state, lambda code: code == GoalState.HELD)
     wam.ctx.spin_for(0.5)
     q = wam.q()
     wam.ctx.spin_for(0.3)
@@ -223,15 +243,20 @@ def test_hold_then_resume_continues_the_goal(wam):
     assert _trigger(wam, 'resume').success
     wam.wait_goal('tool')
     assert _diag(wam, 'tool.goal', lambda v: v == 'REACHED') == 'REACHED'
+    _says(state, lambda code: code == GoalState.REACHED)
+    _says(status, lambda code: not code & (Status.HOLDING | Status.TARGET_UNREACHABLE))
     _assert_motion_within_limits(wam, s0, c0)
 
 
 @pytest.mark.parametrize('distance', [10.0, 1e12])
 def test_a_far_goal_ends_unreachable(wam, distance):
+    codes, state = _status_topics(wam)
     s0, c0 = len(wam.states.messages), len(wam.commands.messages)
     wam.send_pose('tool', _goal([distance, 0.0, 0.0]))
     status = wam.diagnostic(lambda s: _value(s, 'tool.goal') == 'UNREACHABLE', timeout=8.0)
     assert 'TARGET_UNREACHABLE' in _value(status, 'status_codes')
+    _says(codes, lambda code: code & Status.TARGET_UNREACHABLE)
+    _says(state, lambda code: code == GoalState.UNREACHABLE)
     wam.ctx.spin_for(2.0)
     q = wam.q()
     wam.ctx.spin_for(0.3)

@@ -1,5 +1,11 @@
 """
-What ``ik_controller`` tells people: its events on the console, its state on /diagnostics.
+What ``ik_controller`` tells people and programs: events, status topics, /diagnostics.
+
+:class:`StatusTopics` publishes the machine-readable state on change (latched), as MoveIt
+Servo's status topic: ``~/status`` (std_msgs/UInt32, the bit field of
+:class:`~ik_control.control.status.Status`), per end effector ``~/E/goal_reached``
+(std_msgs/Bool) and ``~/E/goal_state`` (std_msgs/UInt8, the
+:class:`~ik_control.control.goal_state.GoalState` code).
 
 :class:`EventLog` logs the controller's transitions (goal accepted, reached, unreachable,
 state lost and regained, hold, re-seed, limits engaged), each kind at most once per
@@ -15,6 +21,40 @@ from ik_control.control import status as status_mod
 from ik_control.control.goal_state import GoalState
 from ik_control.ik.nullspace import manipulability
 import numpy as np
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import Bool, UInt32, UInt8
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class StatusTopics:
+    """The status topics of the module docstring on ``node``, one per effector name."""
+
+    def __init__(self, node, effectors):
+        n = len(effectors)
+        self._status_pub = node.create_publisher(UInt32, '~/status', LATCHED)
+        self._reached_pubs = [node.create_publisher(Bool, f'~/{ee}/goal_reached', LATCHED)
+                              for ee in effectors]
+        self._state_pubs = [node.create_publisher(UInt8, f'~/{ee}/goal_state', LATCHED)
+                            for ee in effectors]
+        self._status = -1
+        self._reached = np.zeros(n, dtype=bool)
+        self._state = np.full(n, -1, dtype=np.int64)
+
+    def publish(self, c, force=False):
+        """Publish what changed in controller ``c`` since the last call (all: ``force``)."""
+        if force or c.status != self._status:
+            self._status = int(c.status)
+            self._status_pub.publish(UInt32(data=self._status))
+        reached, state = c.goal_reached, c.goal_state
+        if force or (reached != self._reached).any():
+            for i in np.flatnonzero((reached != self._reached) | force):
+                self._reached_pubs[i].publish(Bool(data=bool(reached[i])))
+            self._reached[:] = reached
+        if force or (state != self._state).any():
+            for i in np.flatnonzero((state != self._state) | force):
+                self._state_pubs[i].publish(UInt8(data=int(state[i])))
+            self._state[:] = state
 
 
 class EventLog:

@@ -10,9 +10,10 @@ Topics (``E`` is each frame in ``end_effectors``):
   trajectory_msgs/JointTrajectory windows of the committed path (header stamp = the tick's
   time, points up to ``max_expected_latency`` ahead, then braking to rest; see
   :mod:`ik_control.control.command_window`), or std_msgs/Float64MultiArray positions or
-  velocities for the forward command controllers; ``~/E/goal_reached``
-  (std_msgs/Bool, latched, on change) and diagnostic_msgs/DiagnosticArray on
-  ``/diagnostics`` at ``diagnostics_rate``;
+  velocities for the forward command controllers; latched, on change, ``~/status``
+  (std_msgs/UInt32, the Status bit field), ``~/E/goal_reached`` (std_msgs/Bool) and
+  ``~/E/goal_state`` (std_msgs/UInt8, the GoalState code); diagnostic_msgs/DiagnosticArray
+  on ``/diagnostics`` at ``diagnostics_rate``;
 * subscribes ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, every controlled
   joint, header stamp zero = now): a joint-space plan (``jt_rrt_planner``'s, the style
   adapter's) followed within the limits until its end, then held; a pose or twist goal
@@ -61,7 +62,8 @@ from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
-from ik_control.ros.controller_report import controller_values, diagnostic_array, EventLog
+from ik_control.ros.controller_report import (controller_values, diagnostic_array, EventLog,
+                                              StatusTopics)
 from ik_control.ros.goal_topics import GoalTopics
 from ik_control.ros.ik_controller_parameters import (COMMAND_INTERFACES, controller_config,
                                                      fixed_obstacles, load_model, LOOP_MODES,
@@ -78,10 +80,10 @@ from nav_msgs.msg import Path
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, String
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
@@ -155,7 +157,6 @@ class IkControllerNode(GoalTopics, Node):
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._triggered = values['loop'] == 'on_joint_states' or (
             values['loop'] == 'synchronized' and self._sim_time)
-        self._last_goal = np.zeros(len(self.model.end_effectors), dtype=bool)
         # target_pose/target_twist messages taken per end effector: a MoveToPose goal is
         # preempted when one comes for an effector it moves
         self.topic_goals = [0] * len(self.model.end_effectors)
@@ -188,8 +189,8 @@ class IkControllerNode(GoalTopics, Node):
             JointState, 'joint_states', self._on_joint_state,
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE), callback_group=polled,
             raw=True)
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._goal_pubs = []
+        self._status_topics = StatusTopics(self, self.model.end_effector_names)
+        self._publish_goal(force=True)
         self._target_subs = []
         # targets are taken as bytes and only the newest of a tick is deserialized: rclpy
         # takes a PoseStamped in 33 us, its bytes in 4 us, so a 10 kHz stream of goals
@@ -210,9 +211,6 @@ class IkControllerNode(GoalTopics, Node):
                                      lambda msg, ee=ee: self._on_path(ee, msg), 10)
             self.create_subscription(String, f'~/{ee}/velocity_profile',
                                      lambda msg, ee=ee: self._on_profile(ee, msg), 10)
-            pub = self.create_publisher(Bool, f'~/{ee}/goal_reached', latched)
-            pub.publish(Bool(data=False))
-            self._goal_pubs.append(pub)
         # a joint trajectory to follow (a planner's, the style adapter's): read from its bytes
         self._joint_trajectory_reader = TrajectoryReader(epoch_ns=self.epoch_ns)
         plan = self.create_subscription(JointTrajectory, '~/joint_trajectory',
@@ -347,8 +345,7 @@ class IkControllerNode(GoalTopics, Node):
         if command is not None:
             self._publish_command(command, now)
             phase[PUBLISH_PHASE] = time.perf_counter() - t1
-        if np.any(self.controller.goal_reached != self._last_goal):
-            self._publish_goal()
+        self._status_topics.publish(self.controller)
         return command
 
     def _log_events(self):
@@ -472,11 +469,7 @@ class IkControllerNode(GoalTopics, Node):
         self._out.publish(self._array.payload())
 
     def _publish_goal(self, force=False):
-        reached = self.controller.goal_reached
-        for i, pub in enumerate(self._goal_pubs):
-            if force or reached[i] != self._last_goal[i]:
-                pub.publish(Bool(data=bool(reached[i])))
-        self._last_goal[:] = reached
+        self._status_topics.publish(self.controller, force)
 
     def _publish_diagnostics(self):
         with self.lock:  # a consistent picture of the controller, taken quickly
