@@ -145,6 +145,33 @@ def test_bench_rows_verify_every_path_and_show_the_paper(tmp_path):
     assert (tmp_path / 'b.png').stat().st_size > 10000
 
 
+def test_the_papers_settings_reach_the_planner_and_the_bench_names_them():
+    from ik_control.bench import jtrrt
+    from ik_control.planning.jt_rrt import OUR_SETTINGS, PAPER_SETTINGS
+    from ik_control.planning.scenarios import load_scenarios
+
+    # Fig. 5's "small step": every edge of a JT-RRT tree path moves each joint by at most
+    # the paper's 0.1 rad; our 0.5 rad cap takes longer JT steps on the same seeds
+    scenario = next(s for s in load_scenarios() if s.name == 'over_table')
+    checker = CollisionChecker(WAM, scenario.obstacles)
+    longest = {}
+    for name, values in (('paper', PAPER_SETTINGS), ('ours', OUR_SETTINGS)):
+        planner = Planner(WAM, checker, RrtSettings(time_limit=10.0, **values))
+        steps = []
+        for seed in range(3):
+            result = planner.search(scenario.start, WorkspaceGoal(scenario.goal_position),
+                                    np.random.default_rng(seed), 'jt')
+            assert result.success
+            steps.append(np.max(np.abs(np.diff(result.path, axis=0))))
+        longest[name] = max(steps)
+    assert longest['paper'] <= 0.1 + 1e-9 < longest['ours'], longest
+    results = jtrrt.run(runs=1, scenarios=['over_table'], methods=['jt'], time_limit=5.0,
+                        settings='paper')
+    assert {k: results[k] for k in PAPER_SETTINGS} == PAPER_SETTINGS
+    assert "JT-RRT bench, the paper's settings" in jtrrt.table(results)
+    assert 'p_goal 0.5, jt_step 0.1 rad' in jtrrt.table(results)
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10 ** 6))
 def test_tree_queries_equal_a_brute_force_argmin(seed):

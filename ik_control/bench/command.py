@@ -114,15 +114,23 @@ def _bench_jtrrt(args):
             print(f'scenario picture: {path}')
     if args.runs == 0:
         return 0
-    results = jtrrt.run(runs=args.runs, threshold=args.threshold, orientation=args.orientation,
-                        time_limit=args.time_limit, min_progress=args.min_progress,
-                        escape_steps=args.escape_steps,
-                        methods=args.methods.split(',') if args.methods else None,
-                        progress=None if args.json else progress)
     suffix = args.tag or ''
-    png = jtrrt.plot(results, os.path.join(output_dir(args), f'jtrrt{suffix}.png'))
-    results['plot'] = png
-    emit(args, f'jtrrt{suffix}', results, f'{jtrrt.table(results)}\nplot: {png}')
+    blocks, texts = {}, []
+    for settings in (('paper', 'ours') if args.settings == 'both' else (args.settings,)):
+        results = jtrrt.run(runs=args.runs, threshold=args.threshold,
+                            orientation=args.orientation, time_limit=args.time_limit,
+                            settings=settings, min_progress=args.min_progress,
+                            escape_steps=args.escape_steps, p_goal=args.p_goal,
+                            jt_step=args.jt_step,
+                            methods=args.methods.split(',') if args.methods else None,
+                            scenarios=args.scenarios.split(',') if args.scenarios else None,
+                            progress=None if args.json else progress)
+        png = jtrrt.plot(results, os.path.join(output_dir(args),
+                                               f'jtrrt{suffix}_{settings}.png'))
+        results['plot'] = png
+        blocks[settings] = results
+        texts.append(f'{jtrrt.table(results)}\nplot: {png}')
+    emit(args, f'jtrrt{suffix}', blocks, '\n\n'.join(texts))
     return 0
 
 
@@ -297,12 +305,25 @@ def add_parser(sub):
                     help="also reach the scenario's goal orientation (within 0.1 rad)")
     jt.add_argument('--time-limit', type=float, default=10.0,
                     help='search time limit per run [s] (default: 10)')
-    jt.add_argument('--min-progress', type=float, default=0.002,
+    jt.add_argument('--settings', choices=('paper', 'ours', 'both'), default='both',
+                    help="the planners' settings: the paper's (p_g 0.5, JT step 0.1 rad, "
+                         "Fig. 5's extension), ours (p_g 0.7, JT step 0.5 rad, the sec. V "
+                         'rule, 6 escape steps), or both, one block each (default: both)')
+    jt.add_argument('--p-goal', type=float, default=None,
+                    help="JT-RRT's goal bias p_g, replacing the settings' value")
+    jt.add_argument('--jt-step', type=float, default=None,
+                    help='JT-RRT: largest joint change of one Jacobian-transpose step [rad], '
+                         "replacing the settings' value")
+    jt.add_argument('--min-progress', type=float, default=None,
                     help='JT-RRT: end a goal extension whose step gains less [m] '
-                         "(the paper's sec. V improvement; default: 0.002; 0 = Fig. 5)")
-    jt.add_argument('--escape-steps', type=int, default=6,
+                         "(the paper's sec. V improvement; 0 = Fig. 5), replacing the "
+                         "settings' value")
+    jt.add_argument('--escape-steps', type=int, default=None,
                     help='JT-RRT: random steps per goal extension after a colliding JT step, '
-                         "not in the paper (default: 6; 0 = the paper's extension)")
+                         "not in the paper (0 = the paper's extension), replacing the "
+                         "settings' value")
+    jt.add_argument('--scenarios', default=None,
+                    help='comma-separated scenario names (default: all six)')
     jt.add_argument('--methods', default=None,
                     help='comma-separated subset of jt,bertram,rrt_connect (default: all)')
     jt.add_argument('--scenes-dir', default=None,

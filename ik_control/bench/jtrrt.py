@@ -18,7 +18,7 @@ import time
 from ik_control import robots
 from ik_control.planning.collision import CollisionChecker
 from ik_control.planning.goal import WorkspaceGoal
-from ik_control.planning.jt_rrt import RrtSettings
+from ik_control.planning.jt_rrt import RrtSettings, SETTINGS
 from ik_control.planning.pipeline import Planner
 from ik_control.planning.scenarios import load_scenarios
 from ik_control.planning.smoothing import path_length
@@ -78,25 +78,29 @@ def summarize(records):
 
 
 def run(runs=50, threshold=0.15, orientation=False, time_limit=10.0, max_nodes=100000,
-        min_progress=0.0, methods=None, scenarios=None, progress=None,
-        escape_steps=RrtSettings.escape_steps):
-    """Run the benchmark; returns a JSON-ready dict (module docstring)."""
+        settings='ours', methods=None, scenarios=None, progress=None, **overrides):
+    """
+    Run the benchmark with the planners' ``settings``; returns a JSON-ready dict.
+
+    ``settings``: ``'paper'`` (Vande Weghe et al.'s own, :data:`PAPER_SETTINGS`) or
+    ``'ours'`` (:data:`OUR_SETTINGS`); ``overrides`` (``p_goal``, ``jt_step``,
+    ``min_progress``, ``escape_steps``, ...) replace single values of them.
+    """
     model = robots.robot('wam')
     methods = [m for m, _ in METHODS if methods is None or m in methods]
-    settings = RrtSettings(time_limit=time_limit, max_nodes=max_nodes, min_progress=min_progress,
-                           escape_steps=escape_steps)
+    chosen = {**SETTINGS[settings], **{k: v for k, v in overrides.items() if v is not None}}
+    planner_settings = RrtSettings(time_limit=time_limit, max_nodes=max_nodes, **chosen)
     results = {'runs': runs, 'threshold': threshold, 'orientation': orientation,
-               'time_limit': time_limit, 'max_nodes': max_nodes, 'min_progress': min_progress,
-               'escape_steps': escape_steps, 'fine_resolution': FINE_RESOLUTION,
-               'scenarios': []}
+               'time_limit': time_limit, 'max_nodes': max_nodes, 'settings': settings,
+               **chosen, 'fine_resolution': FINE_RESOLUTION, 'scenarios': []}
     t0 = time.perf_counter()
     for k, scenario in enumerate(load_scenarios()):
         if scenarios and scenario.name not in scenarios:
             continue
         checker = CollisionChecker(model, scenario.obstacles)
         fine = CollisionChecker(model, scenario.obstacles, resolution=FINE_RESOLUTION)
-        planner = Planner(model, checker, settings)
-        if k == 0:      # load (or compile) the numba kernels outside the timed runs
+        planner = Planner(model, checker, planner_settings)
+        if not results['scenarios']:  # load (or compile) the kernels outside the timed runs
             for method in methods:
                 planner.plan(scenario.start, WorkspaceGoal(scenario.goal_position),
                              np.random.default_rng(0), method)
@@ -129,11 +133,15 @@ def table(results):
     head = (f"{'planner':<16}{'sc':>3}{'solved':>8}{'median s':>10}{'mean s':>9}{'nodes':>8}"
             f"{'rand ext':>9}{'goal ext':>9}{'coll chk':>10}{'jnt lim':>8}{'path rad':>9}"
             f"{'smooth':>8}{'verif':>6}")
-    lines = [f"JT-RRT bench: {results['runs']} runs per planner, goal threshold "
+    which = {'paper': "the paper's settings", 'ours': 'our settings'}.get(
+        results.get('settings'), 'settings')
+    lines = [f"JT-RRT bench, {which}: {results['runs']} runs per planner, goal threshold "
              f"{results['threshold']} m{' + orientation' if results['orientation'] else ''}, "
              f"limits {results['max_nodes']} nodes / {results['time_limit']} s, JT-RRT "
+             f"p_goal {results.get('p_goal')}, jt_step {results.get('jt_step')} rad, "
              f"min_progress {results['min_progress']} m, escape_steps "
-             f"{results.get('escape_steps', 0)}; paper rows (2007, C++) in brackets",
+             f"{results.get('escape_steps', 0)}; Bertram p_goal "
+             f"{results.get('bertram_p_goal')}; paper rows (2007, C++) in brackets",
              head, '-' * len(head)]
     names = dict(METHODS)
     for entry in results['scenarios']:

@@ -100,6 +100,18 @@ def jacobian_transpose_step(F, IX, W, q, target, position_only, rotation_weight,
     return clamped, moved
 
 
+#: Vande Weghe et al.'s own settings: ``p_g`` 0.5 for both planners (sec. V), Fig. 5's
+#: goal extension (no min-progress rule, no escape steps), and its "small step" of the
+#: Jacobian transpose read as the random extensions' node spacing, 0.1 rad
+PAPER_SETTINGS = {'p_goal': 0.5, 'bertram_p_goal': 0.5, 'jt_step': 0.1, 'min_progress': 0.0,
+                  'escape_steps': 0}
+#: ours: the goal bias tuned on the scenarios, Buss's optimal step capped at 0.5 rad, the
+#: sec. V rule at 2 mm a step, and escape steps (module docstring)
+OUR_SETTINGS = {'p_goal': 0.7, 'bertram_p_goal': 0.5, 'jt_step': 0.5, 'min_progress': 0.002,
+                'escape_steps': 6}
+SETTINGS = {'paper': PAPER_SETTINGS, 'ours': OUR_SETTINGS}
+
+
 @dataclass
 class RrtSettings:
     """Planner settings; lengths in rad (joint space), distances in m, time in s."""

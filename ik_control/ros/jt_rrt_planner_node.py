@@ -50,8 +50,14 @@ PARAMETERS = {
     'goal.threshold': Param(0.01, 'goal position threshold [m]', 1e-4, 1.0),
     'goal.rotation_threshold': Param(0.1, 'goal orientation threshold [rad]', 1e-3, 3.2),
     'time_limit': Param(5.0, 'planning time limit [s]', 0.01, 600.0),
-    'min_progress': Param(0.002, 'JT-RRT sec. V: end a goal extension gaining less [m/step]',
-                          0.0, 0.1),
+    'min_progress': Param(0.002, 'JT-RRT sec. V: end a goal extension gaining less [m/step] '
+                          "(the paper's Table I: 0)", 0.0, 0.1),
+    'p_goal': Param(0.7, "JT-RRT's goal bias p_g, the chance of a goal extension [-] (the "
+                    "paper's: 0.5)", 0.0, 1.0),
+    'jt_step': Param(0.5, 'JT-RRT: largest joint change of one Jacobian-transpose step [rad] '
+                     "(the paper's small step, read as 0.1)", 1e-3, 3.2),
+    'escape_steps': Param(6, 'JT-RRT: random steps per goal extension after a colliding JT '
+                          "step, not in the paper [-] (the paper's extension: 0)", 0, 100),
     'resolution': Param(0.02, 'largest robot-point travel between collision checks [m]',
                         1e-4, 0.2),
     'security_distance': Param(0.01, 'every checked pair stays this far apart along a plan, '
@@ -85,7 +91,9 @@ class JtRrtPlannerNode(Node):
             except InputError as exc:
                 raise InputError(f'obstacles: {exc}') from None
             self.settings = RrtSettings(time_limit=v['time_limit'],
-                                        min_progress=v['min_progress'])
+                                        min_progress=v['min_progress'], p_goal=v['p_goal'],
+                                        jt_step=v['jt_step'],
+                                        escape_steps=v['escape_steps'])
             self.checker = CollisionChecker(self.model, self.fixed, v['resolution'],
                                             security_distance=v['security_distance'])
         except IkControlError as exc:
