@@ -186,7 +186,7 @@ def _demo(args):
     from ik_control.ros.harness import demo
 
     try:
-        return demo.run(args.robot, args.backend, args.plot)
+        return demo.run(args.robot, args.backend, args.plot, args.bag)
     except demo.DemoError as exc:
         print(f'ik_control demo: {exc}', file=sys.stderr)
         return EXIT_USAGE
@@ -327,6 +327,10 @@ def build_parser():
                       'demo_simon_constraint.png for --task constraint)')
     demo.add_argument('--seconds', type=float, default=8.0,
                       help='--task constraint: duration [s] (default: 8, two goal circles)')
+    demo.add_argument('--bag', metavar='DIR', default=None,
+                      help='--task goals: also record the run as a rosbag2 in the new '
+                      'directory DIR (joint_states, commands, goals, goal states, status, '
+                      'diagnostics; ros2 bag play opens it)')
     demo.set_defaults(func=_demo)
 
     mv = sub.add_parser('move', help='send a MoveToPose goal to a running ik_controller; '

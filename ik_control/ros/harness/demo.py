@@ -26,6 +26,7 @@ normalised to their limits.
 
 from dataclasses import dataclass, field
 import math
+import os
 import signal
 import sys
 import time
@@ -313,22 +314,28 @@ def speeds_report(model, times, positions):
 
 
 # ---------------------------------------------------------------------- main
-def run(robot='wam', backend='kinematic', plot_path=None):
-    """Run the demo; return the exit status (0: every goal behaved as expected)."""
+def run(robot='wam', backend='kinematic', plot_path=None, bag=None):
+    """
+    Run the demo; return the exit status (0: every goal behaved as expected).
+
+    ``bag``: a new directory to record the run into as a rosbag2, or None.
+    """
     if robot not in ROBOTS:
         raise DemoError(f"unknown robot '{robot}'; choose one of {', '.join(ROBOTS)}")
     if backend not in BACKENDS:
         raise DemoError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    if bag is not None and os.path.exists(bag):
+        raise DemoError(f"bag directory '{bag}' exists already: rosbag2 writes a new one")
     stop = StopRequest()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return _run(robot, backend, plot_path or f'demo_{robot}.png', stop)
+        return _run(robot, backend, plot_path or f'demo_{robot}.png', stop, bag)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _run(robot, backend, plot_path, stop):
+def _run(robot, backend, plot_path, stop, bag=None):
     env = node_environment()
     started = time.monotonic()
     progress(f"starting sim_robot ({backend}) and ik_controller for '{robot}' in "
@@ -340,7 +347,7 @@ def _run(robot, backend, plot_path, stop):
         model = robots.robot(robot)
         steps = STEPS[robot](model)
         stop.deferred = True  # rclpy from here: stop at the next check, not inside rclpy
-        rec = Recorder(model, processes, stop)
+        rec = Recorder(model, processes, stop, bag)
         rec.wait_ready(STARTUP_TIMEOUT)
         progress(f'nodes up after {time.monotonic() - started:.1f} s')
         rows, marks = run_steps(rec, steps)
@@ -361,6 +368,8 @@ def _run(robot, backend, plot_path, stop):
         stop.deferred = False
     if interrupted or stop.requested:
         return EXIT_INTERRUPTED
+    if rec.bag is not None:
+        progress(f'bag: {rec.bag.path} ({sum(rec.bag.counts.values())} messages)')
     progress(f'nodes stopped; writing {plot_path}')
     plot(plot_path, rec, marks, robot, backend)
     line, inside = limits_report(model, rec.positions)

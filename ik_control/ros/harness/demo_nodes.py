@@ -14,6 +14,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control import robots
 from ik_control.ros.conversions import pose_stamped
+from ik_control.ros.harness.bag import BagRecorder
 from ik_control.ros.harness.node_process import NodeProcess
 import numpy as np
 import rclpy
@@ -21,7 +22,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, UInt32, UInt8
 from trajectory_msgs.msg import JointTrajectory
 
 NAMESPACE = '/ik_control_demo'
@@ -85,11 +86,35 @@ def start_nodes(robot, backend, env):
 
 
 # ---------------------------------------------------------------------- the ROS client
+def bag_topics(model):
+    """
+    Return what ``ik_control demo --bag`` records: ``(topic, message class, qos)``.
+
+    The robot's joint_states, the controller's commands, goals (poses, twists), goal
+    states, status flags, and /diagnostics (remapped into :data:`NAMESPACE`).
+    """
+    ctl = f'{NAMESPACE}/ik_controller'
+    topics = [(f'{NAMESPACE}/joint_states', JointState, 100),
+              (f'{NAMESPACE}/joint_trajectory_controller/joint_trajectory', JointTrajectory, 100),
+              (f'{NAMESPACE}/diagnostics', DiagnosticArray, 10),
+              (f'{ctl}/status', UInt32, LATCHED)]
+    for ee in model.end_effector_names:
+        topics += [(f'{ctl}/{ee}/target_pose', PoseStamped, 10),
+                   (f'{ctl}/{ee}/target_twist', TwistStamped, 10),
+                   (f'{ctl}/{ee}/goal_reached', Bool, LATCHED),
+                   (f'{ctl}/{ee}/goal_state', UInt8, LATCHED)]
+    return topics
+
+
 class Recorder:
     """The demo's own rclpy node: publishes goals, records joint_states and diagnostics."""
 
-    def __init__(self, model, processes, stop=None):
-        """Create the node (own context) with publishers and subscriptions in NAMESPACE."""
+    def __init__(self, model, processes, stop=None, bag=None):
+        """
+        Create the node (own context) with publishers and subscriptions in NAMESPACE.
+
+        ``bag``: a directory to record the run into as a rosbag2 (:mod:`.bag`), or None.
+        """
         self.model = model
         self.processes = processes
         self.stop = stop or StopRequest()
@@ -120,6 +145,7 @@ class Recorder:
                                                       10)
             self.twist_pub[ee] = node.create_publisher(TwistStamped,
                                                        f'{ctl}/{ee}/target_twist', 10)
+        self.bag = None if bag is None else BagRecorder(node, bag, bag_topics(model))
 
     # --------------------------------------------------------------- callbacks
     def _on_state(self, msg):
@@ -234,8 +260,10 @@ class Recorder:
         self.twist_pub[ee].publish(msg)
 
     def close(self):
-        """Destroy the node and shut the context down."""
+        """Finish the bag, destroy the node and shut the context down."""
         try:
+            if self.bag is not None:
+                self.bag.close()
             self.executor.shutdown()
             self.node.destroy_node()
         finally:
