@@ -27,3 +27,17 @@ def test_rows_keep_the_largest_inclusive_shares():
     shares = profile_shares(STACKS, rows=2)
     assert [name for name, _, _ in shares['functions']] == [
         'Node.realtime_tick (node.py)', 'f (law.py)']
+
+
+def test_the_rclpy_floor_times_each_call_of_a_tick_over_dds():
+    """The floor of bench loop: a bare node takes real 1 kHz joint_states and publishes."""
+    from ik_control.ros.harness import bench_loop
+    from ros_helpers import domain_id
+
+    domain_id()  # this run's ROS_DOMAIN_ID exported: the node processes inherit it
+    floor = bench_loop.run_floor(1.0)
+    assert set(floor) == {'take_state', 'take_goals', 'publish', 'total'}
+    for part, (p50, p99) in floor.items():
+        assert 0.0 < p50 <= p99, (part, p50, p99)
+    # the parts add up, tick by tick, to the total
+    assert floor['total'][0] >= max(p50 for p, (p50, _) in floor.items() if p != 'total')

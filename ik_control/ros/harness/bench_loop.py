@@ -12,7 +12,10 @@ measurement window give:
 * the compute time of a tick (take messages, solve, limit, publish) [us], and of each of
   its parts as the node times them in every tick (``realtime_loop.TICK_PHASES``: taking and parsing
   goals and joint_states, the controller's update, publishing the command);
-* the latency from a joint_states message's stamp to the command published for it [us].
+* the latency from a joint_states message's stamp to the command published for it [us];
+* rclpy's floor (:mod:`.rclpy_floor`): the same rclpy calls by a bare node (take the
+  state, take the empty goal subscriptions, publish a command of the same size), so the
+  rest of the compute is shown as ours.
 
 With ``action_client``, the chosen design is measured twice instead, once with the goals
 sent on the ``target_pose`` topics and once as ``~/move_to_pose`` action goals (each
@@ -267,6 +270,45 @@ CONFIGS = (
 CHOSEN = 'synchronized_rt'
 
 
+def run_floor(seconds, rate_hz=1000.0, progress=None):
+    """
+    Measure rclpy's own calls of a tick (:mod:`.rclpy_floor`) beside a 1 kHz sim_robot.
+
+    Returns ``{part: (p50, p99) [us]}`` for taking joint_states, taking the empty goal
+    subscriptions and publishing the command, and their sum per tick.
+    """
+    model = robots.robot('simon')
+    ns = f'/bench_loop_{os.getpid()}_floor'
+    tmp = tempfile.mkdtemp(prefix='ik_control_bench_floor_')
+    stats = os.path.join(tmp, 'floor.npz')
+    env = node_environment()
+    common = ['-r', f'__ns:={ns}', '-p', f'rate_hz:={rate_hz}']
+    sim = NodeProcess('sim_robot', 'ik_control.ros.sim_robot_node',
+                      ['--params-file', robots.data_path('config', 'simon.yaml'), *common,
+                       '-p', f'urdf_path:={robots.urdf_path("simon")}'], env, STOP_TIMEOUT)
+    floor = NodeProcess('rclpy_floor', 'ik_control.ros.harness.rclpy_floor',
+                        [*common, '-p', f'seconds:={seconds + 3.0}', '-p',
+                         f'joints:={model.nq}', '-p', f'statistics_file:={stats}',
+                         '-p', 'effectors:=[' + ', '.join(model.end_effector_names) + ']'],
+                        env, STOP_TIMEOUT)
+    try:
+        deadline = time.monotonic() + seconds + 120.0
+        while floor.alive() and time.monotonic() < deadline:
+            if progress:
+                progress('rclpy floor: measuring')
+            time.sleep(1.0)
+        if floor.alive() or not os.path.exists(stats):
+            raise RuntimeError(f'the rclpy floor did not finish:\n{floor.output_tail(20)}')
+    finally:
+        floor.stop()
+        sim.stop()
+    data = np.load(stats)
+    parts = {part: data[part][len(data[part]) // 4:] for part in data.files}  # warmed up
+    parts['total'] = sum(parts.values())
+    return {part: (float(np.percentile(v, 50) * 1e6), float(np.percentile(v, 99) * 1e6))
+            for part, v in parts.items() if v.size}
+
+
 def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False,
         profile=False):
     """
@@ -292,7 +334,9 @@ def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False,
             results.append(run_config(f'{CHOSEN}_no_collision', loop, priority,
                                       compare_seconds, progress=progress,
                                       extra=('-p', 'collision.enabled:=false')))
-        return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results}
+        floor = run_floor(compare_seconds, progress=progress)
+        return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results,
+                'rclpy_floor_us': floor}
     finally:
         rclpy.try_shutdown()
 
@@ -318,6 +362,12 @@ def table(results):
             cells = [f"{r[f'{p}_us_p50']:.1f} / {r[f'{p}_us_p99']:.1f}"
                      if r.get(f'{p}_us_p99', 0.0) > 0.0 else '-' for p in parts]
             lines.append('  '.join(f'{v:>15}' for v in [r['label']] + cells))
+    floor = results.get('rclpy_floor_us')
+    if floor:
+        lines += ['', "rclpy's floor (a bare node making the tick's rclpy calls beside a 1 kHz "
+                  'sim_robot; us, p50 / p99): '
+                  + ', '.join(f'{part} {p50:.1f} / {p99:.1f}'
+                              for part, (p50, p99) in floor.items())]
     for r in results['configs']:
         if 'profile' in r:
             lines += ['', f"where {r['label']}'s tick spends its time (py-spy, "
