@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from rclpy.action import ActionClient
 from ros_helpers import NodeProcess, REPO_ROOT, ros_env, stamp_seconds
-from test_ik_controller_node import _pose_errors, Bringup, STARTUP
+from test_ik_controller_node import _pose_errors, _value, Bringup, STARTUP
 
 MoveToPose = load_action_type()
 if MoveToPose is None and os.environ.get('IK_CONTROL_TEST_EVERYTHING') == '1':
@@ -242,6 +242,10 @@ def test_out_of_reach_goal_aborts_unreachable(wam):
     result = wam.client.result(handle)
     assert _code(result) == 'UNREACHABLE', result.message
     assert 'tool' in result.message
+    # and why, in the controller's words (COLLISION: ... where a pair blocks the goal)
+    why = _value(wam.diagnostic(lambda s: _value(s, 'tool.unreachable_because')),
+                 'tool.unreachable_because')
+    assert why in result.message, (why, result.message)
     assert result.position_errors[0] > 0.9  # from the goal, not from the parked pose
     # the last feedback of the goal says why (published before the result, but it
     # travels apart from it)

@@ -94,6 +94,7 @@ class _Snapshot(NamedTuple):
     commanded: Optional[list]  # commanded placements of the goal's effectors (4x4)
     q_meas: Optional[np.ndarray]  # measured joint positions [rad]
     parked: list  # the goal's effectors parked at their closest pose (unreachable)
+    reasons: list  # why, as the controller says (COLLISION: ... when a pair blocks them)
     speed: float  # fastest joint at the newest committed knot [rad/s]
     ticks: int  # control ticks since the targets were set
     preempted: list  # the goal's effectors that took a topic goal since
@@ -290,6 +291,7 @@ class MoveToPoseServer:
                            else None),
                 q_meas=None if c.q_meas is None else c.q_meas.copy(),
                 parked=[ee for ee, i in zip(goal.names, goal.indices) if c.parked[i]],
+                reasons=[c.unreachable_reason[i] for i in goal.indices if c.parked[i]],
                 speed=float(np.max(np.abs(c.v_cmd))),
                 ticks=node.stats.count - goal.ticks,
                 preempted=[ee for ee, i in zip(goal.names, goal.indices)
@@ -336,8 +338,8 @@ class MoveToPoseServer:
             outcome = ('succeed', Result.SUCCEEDED, 'every end effector within tolerance, '
                        'at rest')
         elif snap.parked:
-            outcome = ('abort', Result.UNREACHABLE, f'{snap.parked} cannot reach the target: '
-                       'holding the closest pose found')
+            outcome = ('abort', Result.UNREACHABLE, f'{snap.parked} cannot reach the target '
+                       f'({"; ".join(snap.reasons)}): holding the closest pose found')
         elif goal.time_limit > 0.0 and elapsed > goal.time_limit:
             with self.node.lock:
                 self._hold(goal)
