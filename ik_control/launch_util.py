@@ -151,9 +151,9 @@ def parse_rate(text):
     return rate
 
 
-def robot_file(value):
+def argument_file(value, argument, what):
     """
-    Return the path of launch argument ``urdf``: a URDF file or a DH file (``.yaml``).
+    Return the path of a file given as launch ``argument`` (``what`` it must be, for errors).
 
     An absolute path is taken as it is; a relative one is looked up in the current
     directory, then in the package share directory (``urdf/wam.urdf``,
@@ -161,7 +161,7 @@ def robot_file(value):
     """
     path = os.path.expanduser(str(value).strip())
     if not path:
-        raise ValueError('launch argument urdf must name a URDF file or a DH file (.yaml)')
+        raise ValueError(f'launch argument {argument} must name {what}')
     if os.path.isfile(path):
         return os.path.abspath(path)
     if not os.path.isabs(path):
@@ -169,8 +169,13 @@ def robot_file(value):
             return package_file(path)
         except ModelError:
             pass
-    raise ValueError(f"launch argument urdf: '{value}' is neither a file nor a file of "
+    raise ValueError(f"launch argument {argument}: '{value}' is neither a file nor a file of "
                      f'the package ({share_directory()})')
+
+
+def robot_file(value):
+    """Return the path of launch argument ``urdf``: a URDF file or a DH file (``.yaml``)."""
+    return argument_file(value, 'urdf', 'a URDF file or a DH file (.yaml)')
 
 
 def bringup_robot(path):
@@ -225,6 +230,11 @@ def bringup_description(urdf, params):
     * ``backend`` (``kinematic`` or ``mujoco``; default from the parameter file): the
       sim_robot backend.
     * ``rate_hz`` (default from the parameter file): the controller's rate [Hz].
+    * ``params_file`` (default: the robot's own, ``params``): the nodes' parameter file,
+      a path as for ``urdf``; ``rate_hz`` and ``backend`` then default to its values.
+    * ``namespace`` (default none): the namespace of every node.
+    * ``use_sim_time`` (``false``): every node on ``/clock``.
+    * ``log_level`` (``info``): the nodes' log level.
 
     Always started: robot_state_publisher (TF of the robot from ``joint_states``) and
     ``ik_controller``, both given the URDF text as ``robot_description`` (as is
@@ -252,6 +262,19 @@ def bringup_description(urdf, params):
         DeclareLaunchArgument(
             'rate_hz', default_value=str(defaults_controller.get('rate_hz', '')),
             description='Control rate of ik_controller [Hz].'),
+        DeclareLaunchArgument(
+            'params_file', default_value='',
+            description=f'Parameter file of the nodes (default: {params}); rate_hz and '
+                        'backend default to its values.'),
+        DeclareLaunchArgument('namespace', default_value='',
+                              description='Namespace of every node (default: none).'),
+        DeclareLaunchArgument(
+            'use_sim_time', default_value='false', choices=['true', 'false'],
+            description='true: every node takes its time from /clock.'),
+        DeclareLaunchArgument(
+            'log_level', default_value='info',
+            choices=['debug', 'info', 'warn', 'error', 'fatal'],
+            description='Log level of the nodes.'),
         OpaqueFunction(function=bringup_actions, args=[params]),
     ])
 
@@ -261,31 +284,44 @@ def bringup_actions(context, params):
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
 
-    sim = parse_bool(LaunchConfiguration('sim').perform(context), 'sim')
-    backend = LaunchConfiguration('backend').perform(context)
-    rate_text = LaunchConfiguration('rate_hz').perform(context).strip()
+    def argument(name):
+        return LaunchConfiguration(name).perform(context).strip()
+
+    sim = parse_bool(argument('sim'), 'sim')
+    backend, rate_text = argument('backend'), argument('rate_hz')
     params_file = package_file(params)
-    urdf_text, robot_controller, robot_sim = bringup_robot(
-        robot_file(LaunchConfiguration('urdf').perform(context)))
+    if argument('params_file'):  # a user's file: its rate and backend unless given
+        params_file = argument_file(argument('params_file'), 'params_file',
+                                    'a parameter file (.yaml)')
+        own_controller = node_parameters(package_file(params), CONTROLLER)
+        own_sim = node_parameters(package_file(params), SIM_ROBOT)
+        if rate_text == str(own_controller.get('rate_hz', '')):
+            rate_text = ''
+        if backend == str(own_sim.get('backend', 'kinematic')):
+            backend = ''
+    urdf_text, robot_controller, robot_sim = bringup_robot(robot_file(argument('urdf')))
     description = _string_parameter(urdf_text)
     overrides = {'robot_description': description, **robot_controller}
     if rate_text:  # empty: the parameter file's rate
         overrides['rate_hz'] = parse_rate(rate_text)
+    sim_overrides = {'robot_description': description, **robot_sim}
+    if backend:  # empty: the parameter file's backend
+        sim_overrides['backend'] = backend
+    common = {'namespace': argument('namespace'), 'output': 'screen',
+              'arguments': ['--ros-args', '--log-level', argument('log_level')]}
+    clock = ([{'use_sim_time': True}] if parse_bool(argument('use_sim_time'), 'use_sim_time')
+             else [])
 
     actions = [
         Node(package='robot_state_publisher', executable='robot_state_publisher',
-             parameters=[{'robot_description': description}], output='screen'),
+             parameters=[{'robot_description': description}, *clock], **common),
         Node(package='ik_control', executable='ik_controller', name=CONTROLLER,
-             parameters=[params_file, overrides],
-             output='screen'),
+             parameters=[params_file, overrides, *clock], **common),
     ]
     if sim:
         actions.append(
             Node(package='ik_control', executable='sim_robot', name=SIM_ROBOT,
-                 parameters=[params_file,
-                             {'robot_description': description, 'backend': backend,
-                              **robot_sim}],
-                 output='screen'))
+                 parameters=[params_file, sim_overrides, *clock], **common))
     return actions
 
 

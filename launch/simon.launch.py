@@ -10,9 +10,10 @@ Run::
 Arguments: ``urdf`` (URDF or DH file, default urdf/simon.urdf; a DH file brings its own
 base, end effector and joints, as in wam.launch.py), ``sim`` (true|false, default true),
 ``backend`` (kinematic|mujoco, default from config/simon.yaml), ``rate_hz`` (controller
-rate [Hz], default from config/simon.yaml). Parameters: config/simon.yaml (end
-effectors ``right_hand`` and ``left_hand``, base ``simon_base``, torso and both arms = 16
-joints, 1000 Hz).
+rate [Hz], default from config/simon.yaml), ``params_file`` (default config/simon.yaml),
+``namespace``, ``use_sim_time`` (false), ``log_level`` (info). Parameters:
+config/simon.yaml (end effectors ``right_hand`` and ``left_hand``, base ``simon_base``,
+torso and both arms = 16 joints, 1000 Hz).
 
 With ``sim:=false`` nothing simulated is started: ik_controller publishes
 trajectory_msgs/JointTrajectory on ``/joint_trajectory_controller/joint_trajectory``,

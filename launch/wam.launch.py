@@ -11,10 +11,12 @@ Run::
 
 Arguments: ``urdf`` (URDF or DH file, default urdf/wam.urdf), ``sim`` (true|false,
 default true), ``backend`` (kinematic|mujoco, default from config/wam.yaml), ``rate_hz``
-(controller rate [Hz], default from config/wam.yaml). Parameters: config/wam.yaml (end
-effector ``tool``, base ``wam_base``, 7 joints, 500 Hz). A DH file (``.yaml``) is turned
-into URDF text for every node, and brings its own set-up (base ``base_link``, end effector
-its ``tool_link``, all its joints); the rest of config/wam.yaml still applies.
+(controller rate [Hz], default from config/wam.yaml), ``params_file`` (default
+config/wam.yaml), ``namespace``, ``use_sim_time`` (false), ``log_level`` (info).
+Parameters: config/wam.yaml (end effector ``tool``, base ``wam_base``, 7 joints, 500 Hz).
+A DH file (``.yaml``) is turned into URDF text for every node, and brings its own set-up
+(base ``base_link``, end effector its ``tool_link``, all its joints); the rest of
+config/wam.yaml still applies.
 
 With ``sim:=false`` nothing simulated is started: ik_controller publishes
 trajectory_msgs/JointTrajectory on ``/joint_trajectory_controller/joint_trajectory``,

@@ -359,7 +359,8 @@ def string_value(value):
 def test_bringup_launch_nodes(launch_api, robot_name, sim):
     files = ROBOTS[robot_name]
     declared_args, actions = run_launch_file(f'{robot_name}.launch.py', sim=sim)
-    assert set(declared_args) == {'urdf', 'sim', 'backend', 'rate_hz'}
+    assert set(declared_args) == {'urdf', 'sim', 'backend', 'rate_hz', 'params_file',
+                                  'namespace', 'use_sim_time', 'log_level'}
     assert declared_args['urdf']['default_value'] == files['urdf']
     assert declared_args['sim']['default_value'] == 'true'
     assert declared_args['backend']['default_value'] == 'kinematic'
@@ -391,6 +392,31 @@ def test_bringup_launch_nodes(launch_api, robot_name, sim):
     assert file_list == [params_file]
     assert string_value(overrides.pop('robot_description')) == urdf_text
     assert overrides == {'backend': 'kinematic'}
+
+
+def test_bringup_params_file_namespace_sim_time_and_log_level(launch_api, tmp_path):
+    # a user's parameter file: its own rate and backend, unless rate_hz/backend are given
+    mine = tmp_path / 'my_wam.yaml'
+    mine.write_text('ik_controller:\n  ros__parameters:\n    rate_hz: 250.0\n')
+    _, actions = run_launch_file('wam.launch.py', params_file=str(mine), namespace='arm1',
+                                 use_sim_time='true', log_level='debug')
+    for node in nodes_of(actions):
+        assert node.kwargs['namespace'] == 'arm1'
+        assert node.kwargs['arguments'] == ['--ros-args', '--log-level', 'debug']
+        assert {'use_sim_time': True} in node.kwargs['parameters']
+    controller = node_by_executable(actions, 'ik_controller')
+    files, overrides = parameter_dict(controller)
+    assert files == [str(mine)] and 'rate_hz' not in overrides
+    files, overrides = parameter_dict(node_by_executable(actions, 'sim_robot'))
+    assert files == [str(mine)] and 'backend' not in overrides
+    _, actions = run_launch_file('wam.launch.py', params_file=str(mine), rate_hz='100')
+    assert parameter_dict(node_by_executable(actions, 'ik_controller'))[1]['rate_hz'] == 100.0
+    for node in nodes_of(actions):  # the defaults: no namespace, wall clock, info
+        assert node.kwargs['namespace'] == ''
+        assert node.kwargs['arguments'] == ['--ros-args', '--log-level', 'info']
+        assert {'use_sim_time': True} not in node.kwargs['parameters']
+    with pytest.raises(ValueError, match="launch argument params_file: 'nope.yaml'"):
+        run_launch_file('wam.launch.py', params_file='nope.yaml')
 
 
 def test_bringup_launch_arguments_override(launch_api):
