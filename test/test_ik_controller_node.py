@@ -452,6 +452,37 @@ def _value(status, key):
     return next((kv.value for kv in status.values if kv.key == key), '')
 
 
+def test_the_markers_show_the_goal_the_target_and_the_obstacles_for_rviz(wam):
+    markers = wam.ctx.collect(MarkerArray, f'{wam.ns}/ik_controller/markers', 10)
+    obstacles = wam.ctx.node.create_publisher(MarkerArray, f'{wam.ns}/ik_controller/obstacles',
+                                              10)
+    assert wam.ctx.wait_for_subscribers(obstacles, 1, timeout=STARTUP)
+    goal = _reachable_targets(wam.model, robots.ready_pose('wam'), 0.0)[0]
+    far = goal[:3, 3] + [0.0, 0.0, 0.6]  # a ball well above the hand: nothing to avoid
+    try:
+        wam.send_pose('tool', goal)
+        obstacles.publish(MarkerArray(markers=[_sphere('ball', 3, far, 0.1)]))
+
+        def shown(msg):
+            by_ns = {m.ns: m for m in msg.markers}
+            return (msg.markers[0].action == Marker.DELETEALL and 'goal' in by_ns
+                    and 'target' in by_ns and 'obstacles' in by_ns
+                    and np.allclose(_position(by_ns['goal']), goal[:3, 3], atol=1e-9)
+                    and np.allclose(_position(by_ns['obstacles']), far, atol=1e-9)
+                    and by_ns['obstacles'].type == Marker.SPHERE)
+        msg = markers.wait(shown, timeout=10.0)
+        assert all(m.header.frame_id == 'wam_base' for m in msg.markers)
+    finally:
+        obstacles.publish(MarkerArray(markers=[_sphere('', 0, far, 0.1,
+                                                       action=Marker.DELETEALL)]))
+        wam.diagnostic(lambda s: _value(s, 'obstacles') == '0', timeout=5.0)
+
+
+def _position(marker):
+    p = marker.pose.position
+    return np.array([p.x, p.y, p.z])
+
+
 def _settled_command(bringup, timeout=10.0):
     """Wait until the commanded positions stop changing (converged); return them."""
     previous = None

@@ -62,6 +62,7 @@ from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
                                 TrajectoryWriter)
+from ik_control.ros.controller_markers import controller_markers
 from ik_control.ros.controller_report import (controller_values, diagnostic_array, EventLog,
                                               StatusTopics)
 from ik_control.ros.goal_topics import GoalTopics
@@ -219,6 +220,7 @@ class IkControllerNode(GoalTopics, Node):
         self._target_subs.append((plan, plan.callback))
         self._out = self.create_publisher(msg_type, output_topic, 10)
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._viz = self.create_publisher(MarkerArray, '~/markers', 10)  # controller_markers
         self._markers = ObstacleMarkers(fixed_obstacles(values['obstacles.fixed']))
         if self._markers.fixed:
             self.controller.set_obstacle_shapes(self._markers.shapes())
@@ -473,13 +475,18 @@ class IkControllerNode(GoalTopics, Node):
 
     def _publish_diagnostics(self):
         with self.lock:  # a consistent picture of the controller, taken quickly
-            status = self.controller.status
-            values = controller_values(self.controller, self._refusals, self._bad_stamps)
+            c = self.controller
+            status = c.status
+            values = controller_values(c, self._refusals, self._bad_stamps)
+            seen = (c.goals.goal.copy(), c.goals.targets.copy(), self._markers.shapes(),
+                    None if c.collision is None or not c.collision.closest_pair else
+                    (c.collision.closest_pair, c.collision.closest_distance))
         values += [(key, f'{value:.1f}') for key, value in
                    self.stats.summary(self.period, self._ticks_per_diagnostics).items()]
-        self._diag.publish(diagnostic_array(
-            f'{self.get_name()}: resolved-rate controller', self.model.name, status, values,
-            self.clock_.now().to_msg()))
+        stamp = self.clock_.now().to_msg()
+        self._diag.publish(diagnostic_array(f'{self.get_name()}: resolved-rate controller',
+                                            self.model.name, status, values, stamp))
+        self._viz.publish(controller_markers(*seen, self.model.base_frame, stamp))
 
 
 def main(args=None):
