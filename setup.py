@@ -26,6 +26,7 @@ setup(
         share_files('config', '*.yaml'),
         share_files('config', '*.xml'),
         share_files('config', '*.srdf'),
+        share_files('config', '*.rviz'),
         share_files('config/robots', '*.yaml'),
         share_files('config/motions', '*.yaml'),
         share_files('urdf', '*.urdf'),

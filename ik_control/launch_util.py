@@ -208,6 +208,9 @@ def _string_parameter(text):
     return ParameterValue(text, value_type=str)
 
 
+RVIZ_CONFIG = 'config/ik_control.rviz'  # the robot and ik_controller's ~/markers
+
+
 # ---------------------------------------------------------------------- wam / simon
 def bringup_description(urdf, params):
     """
@@ -235,6 +238,8 @@ def bringup_description(urdf, params):
     * ``namespace`` (default none): the namespace of every node.
     * ``use_sim_time`` (``false``): every node on ``/clock``.
     * ``log_level`` (``info``): the nodes' log level.
+    * ``rviz`` (``false``): also start RViz 2 with :data:`RVIZ_CONFIG`, its fixed frame the
+      robot's base.
 
     Always started: robot_state_publisher (TF of the robot from ``joint_states``) and
     ``ik_controller``, both given the URDF text as ``robot_description`` (as is
@@ -275,6 +280,10 @@ def bringup_description(urdf, params):
             'log_level', default_value='info',
             choices=['debug', 'info', 'warn', 'error', 'fatal'],
             description='Log level of the nodes.'),
+        DeclareLaunchArgument(
+            'rviz', default_value='false', choices=['true', 'false'],
+            description='true: also start RViz 2 with config/ik_control.rviz (the robot, '
+                        "ik_controller's ~/markers), fixed frame the robot's base."),
         OpaqueFunction(function=bringup_actions, args=[params]),
     ])
 
@@ -322,6 +331,13 @@ def bringup_actions(context, params):
         actions.append(
             Node(package='ik_control', executable='sim_robot', name=SIM_ROBOT,
                  parameters=[params_file, sim_overrides, *clock], **common))
+    if parse_bool(argument('rviz'), 'rviz'):
+        base = overrides.get('base_frame') or node_parameters(params_file, CONTROLLER).get(
+            'base_frame', 'base_link')
+        actions.append(
+            Node(package='rviz2', executable='rviz2', namespace=argument('namespace'),
+                 arguments=['-d', package_file(RVIZ_CONFIG), '-f', str(base)],
+                 parameters=clock, output='screen'))
     return actions
 
 

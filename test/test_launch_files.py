@@ -53,6 +53,7 @@ EXTERNAL_EXECUTABLES = {
     ('ros_gz_sim', 'create'),
     ('ros_gz_bridge', 'parameter_bridge'),
     ('controller_manager', 'spawner'),
+    ('rviz2', 'rviz2'),
 }
 ROBOTS = {
     'wam': {'params': 'config/wam.yaml', 'urdf': 'urdf/wam.urdf', 'rate_hz': 500.0,
@@ -360,7 +361,7 @@ def test_bringup_launch_nodes(launch_api, robot_name, sim):
     files = ROBOTS[robot_name]
     declared_args, actions = run_launch_file(f'{robot_name}.launch.py', sim=sim)
     assert set(declared_args) == {'urdf', 'sim', 'backend', 'rate_hz', 'params_file',
-                                  'namespace', 'use_sim_time', 'log_level'}
+                                  'namespace', 'use_sim_time', 'log_level', 'rviz'}
     assert declared_args['urdf']['default_value'] == files['urdf']
     assert declared_args['sim']['default_value'] == 'true'
     assert declared_args['backend']['default_value'] == 'kinematic'
@@ -417,6 +418,24 @@ def test_bringup_params_file_namespace_sim_time_and_log_level(launch_api, tmp_pa
         assert {'use_sim_time': True} not in node.kwargs['parameters']
     with pytest.raises(ValueError, match="launch argument params_file: 'nope.yaml'"):
         run_launch_file('wam.launch.py', params_file='nope.yaml')
+
+
+@pytest.mark.parametrize('robot_name, base', [('wam', 'wam_base'), ('simon', 'simon_base')])
+def test_rviz_true_starts_rviz_on_the_shipped_view_at_the_robots_base(launch_api, robot_name,
+                                                                      base):
+    _, actions = run_launch_file(f'{robot_name}.launch.py')
+    assert not [n for n in nodes_of(actions) if n.kwargs['executable'] == 'rviz2']
+    _, actions = run_launch_file(f'{robot_name}.launch.py', rviz='true')
+    rviz = node_by_executable(actions, 'rviz2')
+    view = launch_util.package_file(launch_util.RVIZ_CONFIG)
+    assert rviz.kwargs['arguments'] == ['-d', view, '-f', base]
+    with open(view, encoding='utf-8') as f:
+        config = yaml.safe_load(f)
+    displays = {d['Class']: d for d in config['Visualization Manager']['Displays']}
+    assert displays['rviz_default_plugins/MarkerArray']['Topic']['Value'] == \
+        '/ik_controller/markers'
+    assert displays['rviz_default_plugins/RobotModel']['Description Topic']['Value'] == \
+        '/robot_description'
 
 
 def test_bringup_launch_arguments_override(launch_api):
