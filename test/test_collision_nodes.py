@@ -89,6 +89,14 @@ def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does
         # and the simulated robot reports it on its own diagnostics
         samples, pair = _sim_contacts(bringup, lambda s: _value(s, 'contact_samples') != '0')
         assert samples > 0 and pair, (samples, pair)
+        # back apart: the simulated robot logs the contact's end and runs on (a WARN and an
+        # INFO from one log call site once made rclpy raise there and sim_robot die)
+        for ee, T in zip(model.end_effector_names, ready):
+            bringup.send_pose(ee, T)
+        bringup.wait_goals(model.end_effector_names, timeout=GOAL_TIME)
+        assert bringup.ctx.spin_until(lambda: 'contact ended' in bringup.sim.stderr, 5.0), \
+            bringup.sim.stderr[-2000:]
+        assert bringup.sim.alive()
     finally:
         bringup.close()
 

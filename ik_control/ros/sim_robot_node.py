@@ -258,9 +258,12 @@ class SimRobotNode(Node):
         self._published += 1
         if self.contacts is not None and self._published % self._contact_every == 0:
             line = self.contacts.check(self._js_position)
-            if line is not None:  # a contact starts or ends: once each
-                (self.get_logger().warning if line.startswith('contact:')
-                 else self.get_logger().info)(line)
+            # a contact starts or ends: once each; one call site per severity (rclpy keys
+            # its log filters on the caller, and a second severity there raises)
+            if line is not None and line.startswith('contact:'):
+                self.get_logger().warning(line)
+            elif line is not None:
+                self.get_logger().info(line)
 
     def realtime_tick(self, _message):
         """
