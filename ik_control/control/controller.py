@@ -128,7 +128,6 @@ class ResolvedRateController(GoalInputs):
         self.solver = VelocitySolver(model, SolverConfig())
         self.obstacles = ObstacleAvoidance(model, shapes=collision_guard.eq19_shapes(model))
         self.guard = None  # the collision checks (CollisionGuard), when enabled
-        self.collision = None  # its stage (CollisionStage)
         self.events = EventQueue()  # transitions for the node to log
         self.configure(config or ControllerConfig())
         n = self.nq
@@ -177,9 +176,6 @@ class ResolvedRateController(GoalInputs):
                                   self._v_out)
         limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
         join_velocity(q, q, self.v_max, self.a_max, self._v_out)  # re-seed, fallback approach
-        self.fallback.posture = q  # the posture strategy's nullspace pull
-        self.fallback.posture_step(self.solver.J, q, 0.0, self.solver.active)
-        self.fallback.posture = None
         GoalSet(self.model.end_effector_names, EventQueue()).judge(
             self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
         frame_T = self.solver.ws.frame_T
@@ -227,7 +223,6 @@ class ResolvedRateController(GoalInputs):
     def _configure_collision(self, config):
         """Build, re-parameterise or drop the collision checks (``collision_*`` settings)."""
         self.guard = collision_guard.configure(self.guard, self.model, config, self.events)
-        self.collision = self.guard.stage if self.guard is not None else None
         self.fallback.accept = self.guard.accept if self.guard is not None else None
         if hasattr(self, 'referee'):
             self.referee.collision = self.collision
@@ -603,6 +598,9 @@ class ResolvedRateController(GoalInputs):
                                   doc='Measured states refused as impossible motion.')
     reseeds = property(lambda self: self.robot.reseeds,
                        doc='Re-seeds onto the measured state, since start.')
+
+    collision = property(lambda self: None if self.guard is None else self.guard.stage,
+                         doc='The collision stage (CollisionStage) of :attr:`guard`, or None.')
 
     def sigma_min(self):
         """Smallest singular value of the weighted task Jacobian at the last tick (-1 unknown)."""

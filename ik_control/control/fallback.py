@@ -101,6 +101,8 @@ class IkFallback:
         self.accept = None
         self._z, self._dq = np.zeros(n), np.zeros(n)
         self._H, self._beta = np.zeros((n, m)), np.zeros(m)
+        # the posture pull's kernel compiled (or loaded) now, not on a tick
+        nullspace.project_nullspace(np.zeros((m, n)), self._z, self._dq, self._H, self._beta)
         self.reconfigure(margin, tolerance, rotation_tolerance)
 
     def reconfigure(self, margin, tolerance, rotation_tolerance):

@@ -11,7 +11,6 @@ mismatch"): read them with ``rosbags.rosbag2.Reader`` and decode them with rclpy
 ``deserialize_message``, as ``test/test_demo.py`` does.
 """
 
-import os
 import time
 
 from ik_control.validation import InputError
@@ -26,9 +25,9 @@ class BagRecorder:
     """
     Record ``topics`` (``(name, message class, qos)``) seen by ``node`` into ``path``.
 
-    ``path`` must not exist yet (rosbag2 makes the directory). Raises
-    :class:`~ik_control.validation.InputError` where it does, or where ``rosbags`` is not
-    installed.
+    ``path`` must not exist yet (rosbag2 makes the directory; ``rosbags`` refuses an
+    existing one). Raises :class:`~ik_control.validation.InputError` where ``rosbags`` is
+    not installed.
     """
 
     def __init__(self, node, path, topics):
@@ -38,8 +37,6 @@ class BagRecorder:
         except ImportError:
             raise InputError('--bag needs the rosbags package (pip install rosbags; make '
                              'venv installs it)') from None
-        if os.path.exists(path):
-            raise InputError(f"bag directory '{path}' exists already: rosbag2 writes a new one")
         store = get_typestore(Stores.ROS2_KILTED)
         self.path = path
         self.counts = {}
