@@ -33,3 +33,6 @@ def compiled_kernels():
     controller.update(0.0)
     from ik_control.ros.cdr import TrajectoryReader
     TrajectoryReader()  # its construction compiles the trajectory writer's kernel too
+    from ik_control.planning.collision import CollisionChecker
+    checker = CollisionChecker(model, broad_phase=False)   # jt_rrt_planner's checks
+    checker.config_free(robots.ready_pose('wam'))

@@ -1,4 +1,4 @@
-"""Collision checking for the planners (pinocchio GeometryModel + coal), without ROS."""
+"""Collision checking for the planners (the robot's CollisionModel), without ROS."""
 
 import coal
 from hypothesis import given, settings, strategies as st
@@ -19,16 +19,30 @@ def _tool(q):
 
 
 def test_robot_shapes_come_from_the_urdf_and_adjacent_links_are_not_paired():
-    gm = FREE.geometry_model
-    names = {g.name for g in gm.geometryObjects}
-    assert {'wam_link_3_0', 'wam_link_5_0', 'wam_link_7_0'} <= names
-    parents = WAM.pin_model.parents
-    for pair in gm.collisionPairs:
-        ja = gm.geometryObjects[pair.first].parentJoint
-        jb = gm.geometryObjects[pair.second].parentJoint
-        assert ja != jb and parents[ja] != jb and parents[jb] != ja
-    assert FREE.pair_count > 10
+    cm = FREE.collision          # the controller's and sim_robot's model
+    assert {'wam_link_3_0', 'wam_link_5_0', 'wam_link_7_0'} <= set(cm.names)
+    for a, b in cm.pairs:
+        assert frozenset((cm.links[a], cm.links[b])) not in cm.adjacent
+        assert cm.links[a] != cm.links[b]
+    assert FREE.pair_count == len(cm.pairs) > 10
     assert FREE.config_free(robots.ready_pose('wam'))
+
+
+def test_pairs_the_srdf_disables_are_not_checked():
+    """The wrist against the forearm, disabled by an SRDF: the same pose becomes free."""
+    cm = FREE.collision
+    rng = np.random.default_rng(7)
+    for q in WAM.random_configurations(400, rng):
+        pair = FREE.colliding_pair(q)
+        if pair is not None:
+            break
+    assert pair is not None
+    links = [cm.links[cm.names.index(name)] for name in pair]
+    srdf = (f'<robot name="wam"><disable_collisions link1="{links[0]}" link2="{links[1]}" '
+            'reason="Never"/></robot>')
+    relaxed = CollisionChecker(WAM, srdf=srdf)
+    assert relaxed.pair_count < FREE.pair_count
+    assert relaxed.colliding_pair(q) != pair
 
 
 def test_sphere_at_the_tool_collides_and_far_away_does_not():
@@ -57,7 +71,7 @@ def test_obstacle_on_the_fixed_base_is_refused_and_bad_obstacles_too():
 def test_environment_checks_match_brute_force_distances():
     """A sphere obstacle collides exactly when some moving shape is within the clearance."""
     rng = np.random.default_rng(5)
-    gm = FREE.geometry_model
+    gm = FREE.collision.geometry_model       # pinocchio + coal: the independent judge
     data = pin.GeometryData(gm)
     checked = 0
     for _ in range(150):
@@ -165,9 +179,9 @@ def test_broad_phase_leaves_coal_out_when_everything_is_far():
         counts.append(broad_phase.uncertain_pairs(checker._F, checker._I, checker._W, CF, CI,
                                                   SW, np.ascontiguousarray(q), out))
     assert counts[0] == 0 and 1 <= counts[1] <= 3      # the hand's three shapes at most
-    gm = near.geometry_model
+    cm = near.collision
     for k in out[:counts[1]]:
-        assert gm.geometryObjects[gm.collisionPairs[int(k)].second].name == 'obstacle:ball'
+        assert cm.pairs[int(k)][1] == cm.robot_count   # the ball, the scene's only shape
     assert not near.config_free(q)
 
 
@@ -175,7 +189,8 @@ def test_covering_spheres_hold_every_robot_shape():
     """Points on each shape's surface lie inside its whole sphere and inside a cover sphere."""
     from ik_control.planning import broad_phase
     rng = np.random.default_rng(4)
-    gm, data = FREE.geometry_model, pin.GeometryData(FREE.geometry_model)
+    gm = FREE.collision.geometry_model
+    data = pin.GeometryData(gm)
     CF, CI, SW, out = FREE._screen
     spheres = SW[:CI[0] * 4].reshape(-1, 4)
     start = FREE._start
@@ -238,7 +253,7 @@ def test_obstacle_distances_are_exact(shape, x, y, z, roll, pitch, yaw, radius):
 def test_broad_phase_decides_half_a_millimetre_either_side_of_the_clearance():
     """Balls whose gap to the arm is the clearance +- 0.5 mm: free exactly when it is +."""
     rng = np.random.default_rng(8)
-    gm = FREE.geometry_model
+    gm = FREE.collision.geometry_model
     data = pin.GeometryData(gm)
     decided = {True: 0, False: 0}
     for _ in range(60):

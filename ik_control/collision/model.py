@@ -149,6 +149,40 @@ def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, la
     return count
 
 
+@njit(cache=True, nogil=True)
+def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never, zeros, place,
+                candidates, kind, dims, margin, distance, point_a, point_b, normal, scratch,
+                left):
+    """
+    Whether a pair is within ``within[k]`` [m]: 1 yes, 0 no, ``-m``: ask coal about ``m`` rows.
+
+    :func:`_screen` without temporal coherence, then GJK on the candidates
+    (:func:`~ik_control.collision.gjk.measure_pairs`). A pair of primitives whose cores
+    touch is within any ``within[k] > 1e-9`` (the depth coal would give is not needed); the
+    rows of mesh pairs GJK cannot measure are left in ``left[:m]`` when no measured pair
+    decides.
+    """
+    count = _screen(joint_T, geom_joint, local, centre, radius, pairs, within, zeros, never,
+                    zeros, place, candidates)
+    if count == 0:
+        return 0
+    n_left = gjk.measure_pairs(place, kind, dims, margin, pairs, candidates, count, distance,
+                               point_a, point_b, normal, scratch, left)
+    meshes = 0
+    for i in range(n_left):
+        row = left[i]
+        k = candidates[row]
+        if kind[pairs[k, 0]] != gjk.OTHER and kind[pairs[k, 1]] != gjk.OTHER:
+            return 1            # primitives in contact
+        left[meshes] = row
+        meshes += 1
+        distance[row] = np.inf
+    for i in range(count):
+        if distance[i] <= within[candidates[i]]:
+            return 1
+    return -meshes
+
+
 class CollisionModel:
     """
     Collision shapes and checked pairs of one robot, and a scene (module docstring).
@@ -323,6 +357,17 @@ class CollisionModel:
         return f"'{self._pair_names[a]}' and '{self._pair_names[b]}'"
 
     @property
+    def robot_shapes(self):
+        """
+        Return the robot shapes' joints, placements and bounding spheres.
+
+        Per shape: its tree joint (-1: the base), its placement on that joint (4x4; in the
+        base frame for the base's shapes), its bounding sphere's centre (shape frame) and
+        radius [m].
+        """
+        return self._robot
+
+    @property
     def shape_joints(self):
         """Per shape (robot, then scene), the tree joint it is fixed to (-1: base, scene)."""
         return self._joint
@@ -370,6 +415,25 @@ class CollisionModel:
             self._last_d[rows] = out_d[:count]
             self._last_travel[rows] = travel[rows]
         return count
+
+    def any_within(self, joint_T, within):
+        """
+        Return whether some checked pair is within ``within[k]`` [m] (per pair, each > 1e-9).
+
+        The yes-or-no of :meth:`near_pairs` (a pair with ``within[k] = -inf`` is left out),
+        for the planner's checks, in one compiled call (:func:`_any_within`); only meshes
+        go to coal.
+        """
+        kind, dims, margin = self._primitives
+        found = _any_within(joint_T, self._joint, self._local, self._centre, self._radius,
+                            self.pairs, within, self._never, self._zeros, self._place,
+                            self._candidates, kind, dims, margin, self.distance, self.point_a,
+                            self.point_b, self.normal, self._scratch, self._left)
+        if found >= 0:
+            return found == 1
+        rows = self._left[:-found].tolist()
+        self._measure_with_coal(rows)
+        return any(self.distance[r] <= within[self._candidates[r]] for r in rows)
 
     def _measure_with_coal(self, rows):
         """

@@ -1,16 +1,16 @@
 """
-A sound broad phase in front of coal: bounding spheres that prove pairs apart.
+A sound broad phase in front of the collision model's distances: spheres that prove pairs apart.
 
-pinocchio's ``computeCollisions`` runs coal's narrow phase on every checked pair (80 to
-130 pairs for the WAM among the benchmark's furniture, 13-50 us a configuration), while
-at a typical configuration almost every pair is far apart. Here each robot shape is
+Measuring every checked pair (80 to 130 pairs for the WAM among the benchmark's
+furniture) costs tens of microseconds a configuration, while at a typical configuration
+almost every pair is far apart. Here each robot shape is
 covered by spheres fixed to its joint:
 
 * a sphere: itself; a cylinder of radius ``r`` and half-length ``h``: ``n = ceil(2 h /
   r)`` spheres centred on its axis at the middles of ``n`` equal slices, of radius
   ``sqrt(r^2 + (h / n)^2)`` (a slice's farthest point from its centre); a capsule: the
-  same centres, radius ``r + h / n``; any other shape (box, cone, mesh): one sphere
-  about its origin holding it (:func:`~ik_control.planning.collision._bounding_radius`),
+  same centres, radius ``r + h / n``; any other shape (sphere, box, cone, mesh): its
+  bounding sphere (:func:`~ik_control.collision.shapes.bounding_sphere`),
 * plus one sphere about each shape holding the whole shape, tested first.
 
 Robot shapes that no joint moves (the WAM's base housing) and are boxes, spheres or
@@ -18,9 +18,10 @@ cylinders count as obstacles. A pair is *apart* when every sphere of the robot s
 farther than ``limit = clearance + MARGIN`` from the obstacle (the exact distance from
 the sphere's centre to a box, sphere or cylinder, minus the radius), or, for two moving
 robot shapes, the whole spheres or every cover sphere of one from every one of the other.
-The covers hold the shapes, so an apart pair is farther apart than ``limit``: coal would
-find it free too (``MARGIN`` = 10 um keeps coal's own tolerance out of the decision).
-Only the pairs not proved apart go to coal, which stays the authority; a configuration
+The covers hold the shapes, so an apart pair is farther apart than ``limit``: a distance
+would find it free too (``MARGIN`` = 10 um keeps the solvers' tolerance out of the
+decision). Only the pairs not proved apart are measured
+(:class:`~ik_control.collision.model.CollisionModel`, the authority); a configuration
 whose pairs are all apart costs forward kinematics and about a hundred point distances
 (3-4 us compiled, on a busy 2-core machine). At the nodes of the benchmark's trees 85 %
 of the configurations leave no pair to coal, the others one or two (shoulder against
@@ -39,16 +40,16 @@ MARGIN = 1e-5           # [m] added to the clearance before a pair counts as apa
 OBSTACLE_CODES = {'box': 0, 'sphere': 1, 'cylinder': 2}
 
 
-def shape_spheres(geometry, bounding_radius):
+def shape_spheres(geometry, centre, radius):
     """
     Return the covering spheres of a coal shape in its own frame, (k x 4: centre, radius).
 
-    Row 0 holds the whole shape; the rows after it cover it (module docstring).
+    Row 0 holds the whole shape: its bounding sphere, ``centre`` (3,) and ``radius`` [m]
+    (:func:`~ik_control.collision.shapes.bounding_sphere`); the rows after it cover it
+    (module docstring).
     """
     kind = type(geometry).__name__
-    whole = [0.0, 0.0, 0.0, float(bounding_radius)]
-    if kind == 'Sphere':
-        return np.array([whole, whole])
+    whole = [*np.asarray(centre, dtype=float), float(radius)]
     if kind in ('Cylinder', 'Capsule'):
         r, h = float(geometry.radius), float(geometry.halfLength)
         n = max(1, math.ceil(2.0 * h / r))

@@ -31,6 +31,7 @@ from ik_control.planning.jt_rrt import RrtSettings
 from ik_control.planning.obstacles import Obstacle, obstacles_from_yaml
 from ik_control.planning.pipeline import METHODS, Planner
 from ik_control.ros.conversions import arrays_to_joint_trajectory, joint_state_positions
+from ik_control.ros.ik_controller_parameters import read_srdf
 from ik_control.ros.obstacle_markers import marker_shape
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.validation import (finite_vector, IkControlError, InputError,
@@ -63,6 +64,9 @@ PARAMETERS = {
     'security_distance': Param(0.01, 'every checked pair stays this far apart along a plan, '
                                "as ik_controller's collision.security_distance, which then "
                                'never refuses it [m]', 0.0, 0.5),
+    'collision_srdf_path': Param('config/wam.srdf', 'SRDF whose <disable_collisions> pairs '
+                                 "are not checked, as ik_controller's collision.srdf_path "
+                                 '(one collision model for both); empty = every pair'),
     'acceleration_limit': Param(5.0, 'joint acceleration limit of the trajectory [rad/s^2]',
                                 1e-3, 1e3),
     'seed': Param(-1, 'random seed of the planner (-1: a new one per goal)', -1, 2 ** 31 - 1),
@@ -94,8 +98,10 @@ class JtRrtPlannerNode(Node):
                                         min_progress=v['min_progress'], p_goal=v['p_goal'],
                                         jt_step=v['jt_step'],
                                         escape_steps=v['escape_steps'])
-            self.checker = CollisionChecker(self.model, self.fixed, v['resolution'],
-                                            security_distance=v['security_distance'])
+            self.checker = CollisionChecker(
+                self.model, self.fixed, v['resolution'],
+                security_distance=v['security_distance'],
+                srdf=read_srdf(v['collision_srdf_path'], 'collision_srdf_path') or None)
         except IkControlError as exc:
             raise StartupError(str(exc)) from None
         self.markers = {}
