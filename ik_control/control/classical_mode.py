@@ -125,44 +125,44 @@ class ClassicalMode:
             self.two_link.solve(T[0][:3, 3], q_current=q)
 
     # ------------------------------------------------------------------ the tick
-    def joint_step(self, c, dq):
+    def joint_step(self, tick, dq):
         """
-        Return the joint change of this tick for controller ``c`` (replacing the law's ``dq``).
+        Return the joint change of this tick (replacing the law's ``dq``).
 
         Returns ``dq`` unchanged while an effector follows a twist or a moving goal, or
         no effector has a pose goal.
         """
-        mode = c.goals.mode
+        mode = tick.goals.mode
         if np.any((mode == MODE_TWIST) | (mode == MODE_MOTION)) or not np.any(
                 mode == MODE_POSE):
             return dq
-        q = c.q_cmd
+        q = tick.q
         if self.ccd is not None:
-            delta = self._ccd_change(c, q)
+            delta = self._ccd_change(tick, q)
         else:
-            delta = self._closed_form_goal(c, q, mode == MODE_POSE) - q
-        return self._toward(c, delta) * c.dt
+            delta = self._closed_form_goal(tick, q, mode == MODE_POSE) - q
+        return self._toward(tick, delta) * tick.dt
 
-    def _ccd_change(self, c, q):
-        targets = c.goals.targets
+    def _ccd_change(self, tick, q):
+        targets = tick.goals.targets
         if self._alpha_targets is None or not np.array_equal(targets, self._alpha_targets):
             self._alpha = self.ccd.weights(q)       # per goal: weights from where it starts
             self._alpha_targets = targets.copy()
-        cfg = c.config
+        cfg = tick.config
         result = self.ccd.solve(q, targets, max_iterations=self.sweeps,
                                 tolerance=CCD_TOLERANCE_FRACTION * cfg.goal_position_tolerance,
                                 rotation_tolerance=CCD_TOLERANCE_FRACTION
                                 * cfg.goal_orientation_tolerance,
-                                max_joint_step=c.v_max / cfg.gain, alpha=self._alpha)
+                                max_joint_step=tick.v_max / cfg.gain, alpha=self._alpha)
         return result.q - q
 
-    def _closed_form_goal(self, c, q, pursued):
+    def _closed_form_goal(self, tick, q, pursued):
         """Goal configuration: each pursued effector's arm by the closed form, once per goal."""
-        targets = c.goals.targets
+        targets = tick.goals.targets
         if self._goal_q is None:
             self._goal_q = q.copy()
         goal = self._goal_q
-        cfg = c.config
+        cfg = tick.config
         for e in range(len(self._goal_targets)):
             arm = self.arms[e].arm if self.arms else np.arange(self.model.nq)
             if not pursued[e]:
@@ -173,7 +173,7 @@ class ClassicalMode:
             if np.array_equal(T, self._goal_targets[e]):
                 continue
             self._goal_targets[e] = T
-            here = c.solver.frame_T[e]
+            here = tick.frame_T[e]
             pose = bool(self.model.task_is_pose[e])
             if (np.linalg.norm(here[:3, 3] - T[:3, 3]) <= cfg.goal_position_tolerance
                     and (not pose or _angle(here[:3, :3], T[:3, :3])
@@ -189,12 +189,12 @@ class ClassicalMode:
             goal[arm] = self.arms[e].solve(q, T[:3, 3], rotation, refine_steps=steps).q[arm]
         return goal
 
-    def _toward(self, c, delta):
+    def _toward(self, tick, delta):
         """``K delta`` scaled as a whole within ``v_max`` and the braking speed (docstring)."""
-        v = c.config.gain * delta
+        v = tick.config.gain * delta
         speed = np.abs(v)
-        np.sqrt(2.0 * JOIN_BRAKING * c.a_max * np.abs(delta), out=self._braking)
-        cap = np.minimum(c.v_max, self._braking)
+        np.sqrt(2.0 * JOIN_BRAKING * tick.a_max * np.abs(delta), out=self._braking)
+        cap = np.minimum(tick.v_max, self._braking)
         moving = speed > 0.0
         if moving.any():
             scale = min(1.0, float(np.min(cap[moving] / speed[moving])))

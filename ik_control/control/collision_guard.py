@@ -10,7 +10,13 @@ left unchecked when no SRDF is given (:meth:`CollisionGuard.allow_start_contacts
 """
 
 from ik_control.collision.model import CollisionModel
+from ik_control.control import collision_stage
 from ik_control.control.collision_stage import CollisionStage
+from ik_control.control.status import Status
+
+_NONE = int(Status.NONE)
+_COLLISION_NEAR = int(Status.COLLISION_NEAR)
+_COLLISION_HALT = int(Status.COLLISION_HALT)
 
 
 def configure(old, model, config, events):
@@ -26,6 +32,7 @@ def configure(old, model, config, events):
     if old is None or old.srdf != config.collision_srdf:
         guard = CollisionGuard(model, config.collision_srdf, events)
         guard.set_scene(old.stage.cm.scene if old is not None else [])
+        guard.limited_since = old.limited_since if old is not None else None
     stage = guard.stage
     stage.security = config.collision_security_distance
     stage.influence = config.collision_influence_distance
@@ -67,6 +74,32 @@ class CollisionGuard:
         self.events = events
         self.check = CollisionModel(model, srdf=srdf or None)  # the IK thread's own copy
         self.allow_start = not srdf  # the first state's contacts are still to be allowed
+        self.limited_since = None  # since when the stage bounds the motion [s], or None
+
+    def bound(self, now, tick, joint_T, J, h):
+        """
+        Bound the tick's desired velocity ``tick.v_des`` by the stage; return status bits.
+
+        ``joint_T``: the tree joints' placements at ``tick.q``; ``J``: the task Jacobian
+        of this tick, or None; ``h`` [s] the tick's step
+        (:meth:`CollisionStage.constrain`). Keeps :attr:`limited_since`, which the referee
+        reads to call a stalled goal unreachable for ``COLLISION``.
+        """
+        model = self.stage.model
+        flags = self.stage.constrain(joint_T, J, tick.q, tick.v_prev, tick.v_des, tick.v_max,
+                                     tick.a_max, model.lower, model.upper,
+                                     tick.config.position_margin, h)
+        status = _NONE
+        if flags & collision_stage.NEAR:
+            status |= _COLLISION_NEAR
+        if flags & collision_stage.HALTED:
+            status |= _COLLISION_HALT
+        if flags & collision_stage.LIMITED:
+            if self.limited_since is None:
+                self.limited_since = now
+        else:
+            self.limited_since = None
+        return status
 
     def set_scene(self, shapes):
         """Give the stage and the IK's check the same obstacles, as exact shapes."""

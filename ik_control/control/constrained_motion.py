@@ -235,24 +235,24 @@ class ConstrainedMotion:
         self.set = ConstraintSet(self.model, bind(self.model, self.specs, q),
                                  feedback_gain=self.feedback_gain)
 
-    def apply(self, c, h, task):
+    def apply(self, tick, h, task):
         """
-        Replace controller ``c``'s desired velocity by the constrained one (module docstring).
+        Replace the tick's desired velocity ``tick.v_des`` by the constrained one.
 
         ``h`` [s] is the tick; ``task``: the velocity came from the Cartesian law this tick
-        (``c.solver.J`` is the task Jacobian at ``c.q_cmd``), else it is kept as a joint
+        (``tick.J`` is the task Jacobian at ``tick.q``), else it is kept as a joint
         motion and only projected (hold).
         """
-        q, v_prev, v = c.q_cmd, c.v_cmd, c._v_des
+        q, v_prev, v = tick.q, tick.v_prev, tick.v_des
         if self.set is None:
             self._bind(q)
         cs = self.set
         C, Jc = cs.evaluate(q)
-        g = self._task_motion(c.solver.J, Jc, v) if task else v
+        g = self._task_motion(tick.J, Jc, v) if task else v
         m = self.model
         v1 = self._velocity(Jc, g, C)
         # what the limiter makes of it (the whole velocity scaled: its direction kept)
-        self._altered(c, h, v1)
+        self._altered(tick, h, v1)
         target = self._check.copy()
         # the knot reached with the last velocity kept, and the constraints there: the
         # knot of end velocity v is that one plus h (v - v_prev) / 2 (trapezoidal), so
@@ -265,7 +265,7 @@ class ConstrainedMotion:
         approaching = np.abs(C).max() > APPROACH
         if approaching:
             b += np.exp(-self.feedback_gain * h) * C
-        lo, hi = self._bounds(c, h)
+        lo, hi = self._bounds(tick, h)
         v[:] = _box_least_squares(target, A, b, lo, hi, cs.rcond)
         if approaching:
             self.residual = float(np.abs(C).max())
@@ -274,7 +274,7 @@ class ConstrainedMotion:
         for _ in range(m.nq):
             knot, _ = cs.correct(q + 0.5 * h * (v_prev + v), K)
             v[:] = 2.0 * (knot - q) / h - v_prev
-            if not self._altered(c, h, v):
+            if not self._altered(tick, h, v):
                 break
             # a rule of the limiter that the bounds do not model (a joint turning at its
             # position bound): the joints it changes get its velocity, the others keep
@@ -283,7 +283,7 @@ class ConstrainedMotion:
             lo[changed] = hi[changed] = self._check[changed]
             K[changed] = 0.0
             v[:] = _box_least_squares(target, A, b, lo, hi, cs.rcond)
-        if self._altered(c, h, v):
+        if self._altered(tick, h, v):
             # no velocity within the limits keeps the constraints (the constraints'
             # curvature at this speed needs more acceleration, or they were not met):
             # the limiter's, and the constraint error it leaves
@@ -291,7 +291,7 @@ class ConstrainedMotion:
             v[:] = self._check
         self.residual = cs.residual(q + 0.5 * h * (v_prev + v))
 
-    def _bounds(self, c, h):
+    def _bounds(self, tick, h):
         """
         Per-joint bounds [rad/s] on the end velocity that the limiter leaves unchanged.
 
@@ -301,19 +301,20 @@ class ConstrainedMotion:
         """
         m = self.model
         lo, hi = np.empty(m.nq), np.empty(m.nq)
-        limits_mod.velocity_box(c.q_cmd, c.v_cmd, m.lower, m.upper, c.config.position_margin,
-                                c.v_max, c.a_max, h, lo, hi)
-        shrink = BOUND_SHRINK * c.a_max * h
+        limits_mod.velocity_box(tick.q, tick.v_prev, m.lower, m.upper, tick.config.position_margin,
+                                tick.v_max, tick.a_max, h, lo, hi)
+        shrink = BOUND_SHRINK * tick.a_max * h
         hi, lo = hi - shrink, lo + shrink
         bad = lo > hi                    # no room: the limiter's own choice decides
         lo[bad] = hi[bad] = 0.5 * (lo[bad] + hi[bad])
         return lo, hi
 
-    def _altered(self, c, h, v):
+    def _altered(self, tick, h, v):
         """Whether the controller's limiter would change ``v`` (its output in ``_check``)."""
         m = self.model
-        limits_mod.limit_velocity(c.q_cmd, c.v_cmd, v, m.lower, m.upper,
-                                  c.config.position_margin, c.v_max, c.a_max, h, self._check)
+        limits_mod.limit_velocity(tick.q, tick.v_prev, v, m.lower, m.upper,
+                                  tick.config.position_margin, tick.v_max, tick.a_max, h,
+                                  self._check)
         return bool(np.any(np.abs(self._check - v) > _SAME * (1.0 + np.abs(v))))
 
     def _velocity(self, Jc, g, C):

@@ -15,10 +15,19 @@ Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i
    SAM's joystick mode: a virtual target integrated at the commanded twist, with
    feed-forward, decelerating to rest after ``twist_timeout``), or, without either, the pose
    it had when the controller started;
-3. one :func:`~ik_control.ik.solver.solve_step` with gain ``K dt``: ``dq = J^# (K dt e)``
-   plus the nullspace term, i.e. ``q_dot = J^# K e`` with ``K`` [1/s] the convergence rate;
-4. :func:`~ik_control.control.limits.limit_velocity` (velocity, braking before position
-   bounds, acceleration, position clip) and ``q_c += v_c dt``.
+3. the desired velocity: while the effectors track their goals, the Cartesian stage
+   (:mod:`~ik_control.control.cartesian_stage`: one :func:`~ik_control.ik.solver.solve_step`
+   with gain ``K dt``, ``dq = J^# (K dt e)`` plus the nullspace term, i.e. ``q_dot = J^# K
+   e`` with ``K`` [1/s] the convergence rate, and the terms on it); else the join to the
+   measurement, the hold, or the joint trajectory; then Welman's constraints
+   (:mod:`~ik_control.control.constrained_motion`) and the collision stage
+   (:class:`~ik_control.control.collision_guard.CollisionGuard`) bound it. Each reads the
+   tick through a :class:`~ik_control.control.tick_state.TickState`, not the controller;
+4. limit and commit (:mod:`~ik_control.control.commit_stage`):
+   :func:`~ik_control.control.limits.limit_velocity` (velocity, braking before position
+   bounds, acceleration, position clip) and the knot ``q_c + (v_prev + v_c) dt / 2``;
+5. judge (:class:`~ik_control.control.goal_referee.GoalReferee`): reached, stalled,
+   unreachable.
 
 Without joint states for ``joint_state_timeout`` the controller stops commanding motion:
 its last command is a stop trajectory that brakes every joint at its acceleration limit
@@ -52,10 +61,11 @@ import math
 from typing import NamedTuple
 
 from ik_control.control import classical_mode, collision_guard, constrained_motion
-from ik_control.control import collision_stage as collision_mod
 from ik_control.control import limits as limits_mod
+from ik_control.control.cartesian_stage import CartesianStage
 from ik_control.control.command_window import (CommandWindow, compile_kernels,
                                                sample_points, TIME_RESOLUTION)
+from ik_control.control.commit_stage import CommitStage
 from ik_control.control.config import ControllerConfig
 from ik_control.control.fallback import IkFallback
 from ik_control.control.goal_inputs import GoalInputs
@@ -64,35 +74,23 @@ from ik_control.control.goal_set import GoalSet, MODE_POSE
 from ik_control.control.goal_state import EventQueue
 from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
 from ik_control.control.status import Status
+from ik_control.control.tick_state import TickState
 from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.pose_error import pose_distance
-from ik_control.ik.solver import (INFO_ERROR_CLAMPED, INFO_SIGMA_MIN,
-                                  SolverConfig, VelocitySolver)
+from ik_control.ik.solver import INFO_SIGMA_MIN, SolverConfig, VelocitySolver
 from ik_control.validation import InputError
 import numpy as np
-
-MAX_TWIST_STEP = 0.1  # longest tick interval a twist is integrated over [s]
-BOUND_BAND = 1e-3  # a joint this close to its bound (less the margin) is at it [rad or m]
 
 
 # status bits as plain ints: IntFlag's | costs microseconds a tick (``status`` is an int
 # bit field of :class:`Status` flags)
-_ACCELERATION_LIMITED = int(Status.ACCELERATION_LIMITED)
 _BAD_INPUT = int(Status.BAD_INPUT)
-_ERROR_CLAMPED = int(Status.ERROR_CLAMPED)
 _HOLDING = int(Status.HOLDING)
-_JOINT_BOUND = int(Status.JOINT_BOUND)
-_NEAR_SINGULARITY = int(Status.NEAR_SINGULARITY)
 _NONE = int(Status.NONE)
 _NO_STATE = int(Status.NO_STATE)
-_OBSTACLE_NEAR = int(Status.OBSTACLE_NEAR)
 _RESEEDED = int(Status.RESEEDED)
 _STALE_STATE = int(Status.STALE_STATE)
 _TARGET_UNREACHABLE = int(Status.TARGET_UNREACHABLE)
-_TWIST_TIMEOUT = int(Status.TWIST_TIMEOUT)
-_VELOCITY_LIMITED = int(Status.VELOCITY_LIMITED)
-_COLLISION_NEAR = int(Status.COLLISION_NEAR)
-_COLLISION_HALT = int(Status.COLLISION_HALT)
 
 
 class Command(NamedTuple):
@@ -129,35 +127,35 @@ class ResolvedRateController(GoalInputs):
         self.obstacles = ObstacleAvoidance(model, shapes=collision_guard.eq19_shapes(model))
         self.guard = None  # the collision checks (CollisionGuard), when enabled
         self.events = EventQueue()  # transitions for the node to log
-        self.configure(config or ControllerConfig())
         n = self.nq
         self.q_cmd = np.zeros(n)
         self.v_cmd = np.zeros(n)
         self._v_des = np.zeros(n)
-        self._v_out = np.zeros(n)
-        self._q_next = np.zeros(n)
+        self.goals = GoalSet(model.end_effector_names, self.events)
+        # what the velocity terms read: the knot, the limits, the goals (not the controller)
+        self.tick = TickState(self.q_cmd, self.v_cmd, self._v_des, self.goals, self.solver)
+        self.configure(config or ControllerConfig())
         self.path = CommandWindow(model.lower, model.upper,
                                   capacity=int(2 * (self.lead + 0.25) * self.config.rate_hz)
                                   + 64)
         self.initialized = False
         self.robot = RobotLink(model, self.events)
-        self.goals = GoalSet(model.end_effector_names, self.events)
-        self._solver_targets = self.goals.targets.copy()
         self.referee = GoalReferee(model, self.goals, self.fallback, self.solver, self.events)
         self.referee.collision = self.collision
         self.referee.unreachable_time = self.config.unreachable_time
-        self._limited_since = None  # since when the collision stage bounds the motion [s]
+        self.cartesian = CartesianStage(model, self.solver, self.goals, self.fallback,
+                                        self.referee, self.obstacles)
+        self.cartesian.configure(self.config)
         self.status = _NO_STATE
         self.joint_goal = None  # a joint trajectory being followed (JointGoal), or None
         self._bad_input_time = -math.inf
-        self._last_tick = -math.inf
         self._clock = -math.inf  # latest time seen, to notice backward clock jumps
         self.clock_jumps_back = 0  # backward clock jumps seen (module docstring)
         self.last_refusal = ''
         self.late_ticks = 0  # ticks so late that the command followed its braking tail
         self.late_time = 0.0  # how long it followed it over those ticks [s]
         self._knot_time = -math.inf  # when the last tick's knot is [s]
-        self._at_bound = False  # JOINT_BOUND at the last tick
+        self.commit = CommitStage(model, self.events)  # limit and commit the knot
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
         self._compile()
 
@@ -171,11 +169,11 @@ class ResolvedRateController(GoalInputs):
         q = self.model.center.copy()
         self.solver.ws.update(q, jacobian=False)
         self.solver.step(q, self.solver.ws.frame_T.copy())
+        v = np.zeros(self.nq)
         limits_mod.limit_velocity(q, self.v_cmd, self._v_des, self.model.lower,
-                                  self.model.upper, 0.0, self.v_max, self.a_max, self.dt,
-                                  self._v_out)
-        limits_mod.integrate(q, self.v_cmd, self._v_out, self.dt, self._q_next)
-        join_velocity(q, q, self.v_max, self.a_max, self._v_out)  # re-seed, fallback approach
+                                  self.model.upper, 0.0, self.v_max, self.a_max, self.dt, v)
+        limits_mod.integrate(q, self.v_cmd, v, self.dt, q.copy())
+        join_velocity(q, q, self.v_max, self.a_max, v)  # re-seed, fallback approach
         GoalSet(self.model.end_effector_names, EventQueue()).judge(
             self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
         frame_T = self.solver.ws.frame_T
@@ -215,9 +213,9 @@ class ResolvedRateController(GoalInputs):
             self.fallback.reconfigure(*tolerances)
         self.fallback.time_budget = config.fallback_time_budget
         self._configure_collision(config)
-        # a joint beyond these is at its bound (_solve_within_bounds)
-        self._bound_lo = model.lower + (config.position_margin + BOUND_BAND)
-        self._bound_hi = model.upper - (config.position_margin + BOUND_BAND)
+        self.tick.configure(config, v_max, a_max)
+        if hasattr(self, 'cartesian'):
+            self.cartesian.configure(config)
         self.config = config
 
     def _configure_collision(self, config):
@@ -237,7 +235,7 @@ class ResolvedRateController(GoalInputs):
             self.events.post('clock_jump', 'warn', f'the clock jumped back {-jump:.6g} s: the '
                              'times kept (state, twists, committed path) are moved with it')
             self._bad_input_time += jump
-            self._last_tick += jump
+            self.cartesian.last_tick += jump
             self.robot.shift(jump)
             self.goals.shift(jump)
             if not self.path.empty:
@@ -300,23 +298,6 @@ class ResolvedRateController(GoalInputs):
         if self.guard is not None:
             self.guard.allow_start_contacts(self.q_cmd)
         self.initialized = True
-
-    def _aim(self, now):
-        """
-        Aim the solver this tick (:meth:`GoalSet.aim`); return the status bits it sets.
-
-        Virtual targets move with the time actually elapsed since the last tick (at most
-        ``MAX_TWIST_STEP``), so a late tick does not slow the commanded twist; a moving
-        goal's weight of the secondary goals scales the obstacle avoidance (SAM sec. V).
-        """
-        dt = min(max(now - self._last_tick, 0.0), MAX_TWIST_STEP)
-        self._last_tick = now
-        cfg = self.config
-        timed_out, secondary = self.goals.aim(
-            now, dt, cfg.gain, cfg.twist_timeout, 2.0 * max(cfg.solver.clamp_error, 1e-3),
-            self.solver.frame_T, self.lead, self._solver_targets)
-        self.obstacles.gain = cfg.obstacle_gain * secondary
-        return _TWIST_TIMEOUT if timed_out else _NONE
 
     def update(self, now):
         """
@@ -392,53 +373,16 @@ class ResolvedRateController(GoalInputs):
             status |= self._follow_joint_goal(now + self.lead)
         else:
             cartesian = True
-            status |= self._aim(now)
-            if self.fallback.pending:
-                self.referee.poll(now, cfg.fallback_strategy)
-            dq = self._solve_within_bounds()
-            if self.ik_mode is not None:  # ik_method ccd, hal or analytic: its joint step
-                dq = self.ik_mode.joint_step(self, dq)
-            if self.fallback.posture is not None:  # posture strategy: dq + N K dt (q* - q)
-                dq = dq + self.fallback.posture_step(self.solver.J, self.q_cmd,
-                                                     cfg.gain * self.dt, self.solver.active)
-            if self.obstacles.radii.size:
-                ws = self.solver.ws
-                dq, clearance = self.obstacles.step(
-                    ws.J, dq, ws.joint_T, ws.frame_T, self.dt, self.solver.active)
-                if clearance < self.obstacles.influence:
-                    status |= _OBSTACLE_NEAR
-            np.multiply(dq, cfg.rate_hz, out=self._v_des)
-            if self.fallback.approach is not None:
-                self.referee.approach_velocity(now, self.q_cmd, self.v_max, self.a_max,
-                                               self._v_des)
-            info = self.solver.info
-            if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
-                status |= _NEAR_SINGULARITY
-            if info[INFO_ERROR_CLAMPED] > 0:
-                status |= _ERROR_CLAMPED
+            status |= self.cartesian.velocity(now, self.tick, self.lead, self.ik_mode)
         if joining or now - robot.reseed_time < 1.0:
             status |= _RESEEDED
         if self.constrained is not None and not joining and self.joint_goal is None:
-            self.constrained.apply(self, h, task=not holding)  # Welman's constraints
+            self.constrained.apply(self.tick, h, task=not holding)  # Welman's constraints
         if self.collision is not None and not joining:
-            status |= self._collide(now, h, cartesian)
-        flags = limits_mod.limit_velocity(self.q_cmd, self.v_cmd, self._v_des, self.model.lower,
-                                          self.model.upper, cfg.position_margin, self.v_max,
-                                          self.a_max, h, self._v_out)
-        at_bound = bool(flags & (limits_mod.BRAKING_FOR_BOUND | limits_mod.POSITION_CLIPPED))
-        if at_bound:
-            status |= _JOINT_BOUND
-            if not self._at_bound:
-                self._note_bound()
-        self._at_bound = at_bound
-        if flags & limits_mod.VELOCITY_SCALED:
-            status |= _VELOCITY_LIMITED
-        if flags & limits_mod.ACCELERATION_LIMITED:
-            status |= _ACCELERATION_LIMITED
-        limits_mod.integrate(self.q_cmd, self.v_cmd, self._v_out, h, self._q_next)
-        self.q_cmd[:] = self._q_next
-        self.v_cmd[:] = self._v_out
-        path.append(now + self.lead, self.q_cmd, self.v_cmd, self.a_max, cfg.position_margin)
+            status |= self.guard.bound(now, self.tick, self.solver.ws.joint_T,
+                                       self.solver.J if cartesian else None, h)
+            self.referee.blocked_since = self.guard.limited_since
+        status |= self.commit.commit(self.tick, h, now + self.lead, path)
         self._knot_time = path.last_time
         command = Command(*path.window(now))
         goal = self.joint_goal
@@ -454,31 +398,6 @@ class ResolvedRateController(GoalInputs):
             status |= _TARGET_UNREACHABLE
         self.status = status
         return command
-
-    def _collide(self, now, h, cartesian):
-        """
-        Bound ``_v_des`` by the collision stage (:mod:`~ik_control.control.collision_stage`).
-
-        Returns the status bits; keeps since when it bounds the motion, which the referee
-        reads to call a stalled goal unreachable for ``COLLISION``.
-        """
-        cfg, ws = self.config, self.solver.ws
-        flags = self.collision.constrain(ws.joint_T, self.solver.J if cartesian else None,
-                                         self.q_cmd, self.v_cmd, self._v_des, self.v_max,
-                                         self.a_max, self.model.lower, self.model.upper,
-                                         cfg.position_margin, h)
-        status = _NONE
-        if flags & collision_mod.NEAR:
-            status |= _COLLISION_NEAR
-        if flags & collision_mod.HALTED:
-            status |= _COLLISION_HALT
-        if flags & collision_mod.LIMITED:
-            if self._limited_since is None:
-                self._limited_since = now
-        else:
-            self._limited_since = None
-        self.referee.blocked_since = self._limited_since
-        return status
 
     def _note_late_tick(self, lost):
         """
@@ -499,16 +418,6 @@ class ResolvedRateController(GoalInputs):
                              f'control tick late: the command followed {lost * 1e3:.3g} ms of its '
                              'braking tail (the robot may have); the motion slows down')
 
-    def _note_bound(self):
-        """Event: the limiter engaged a position bound (the joint with least room named)."""
-        lo = self.model.lower + self.config.position_margin
-        hi = self.model.upper - self.config.position_margin
-        room = np.minimum(self.q_cmd - lo, hi - self.q_cmd)
-        j = int(np.argmin(room))
-        self.events.post('joint_bound', 'info', 'position limits engaged: braking for or at a '
-                         f"bound (closest: '{self.model.joint_names[j]}', {room[j]:.3g} from its "
-                         'bound less the margin)')
-
     def _hold_pose_at_command(self):
         """Every effector holds its pose at the commanded state (the end of a plan)."""
         self.solver.ws.update(self.q_cmd, jacobian=False)
@@ -520,28 +429,6 @@ class ResolvedRateController(GoalInputs):
         self.joint_goal.desired_velocity(tau, self.q_cmd, self.config.gain, self._v_des)
         self.solver.ws.update(self.q_cmd, jacobian=False)
         return _NONE
-
-    def _solve_within_bounds(self):
-        """
-        Solve the step; re-solve without the joints it pushes against their bounds.
-
-        A joint at its bound (within ``BOUND_BAND`` of ``limit - margin``) that the step
-        moves outward is frozen (its Jacobian column removed) and the task is solved again
-        with the other joints, at most twice (Baerlocher & Boulic's clamping loop).
-        Otherwise the limiter would clip that joint every tick while the solution keeps
-        relying on it, and the arm would drift along its self-motion.
-        """
-        solver, q = self.solver, self.q_cmd
-        solver.active[:] = 1.0
-        dq = solver.step(q, self._solver_targets)
-        lo, hi = self._bound_lo, self._bound_hi
-        for _ in range(2):
-            pushing = ((q >= hi) & (dq > 0.0)) | ((q <= lo) & (dq < 0.0))
-            if not pushing.any():
-                break
-            solver.active[pushing] = 0.0
-            dq = solver.step(q, self._solver_targets)
-        return dq
 
     def _stop(self, now):
         """
