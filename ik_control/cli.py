@@ -174,6 +174,23 @@ def _constraint_controller_demo(args):
     return 0
 
 
+def _setup(args):
+    """Write the nodes' configuration of an arm from its URDF (ik_control.arm_setup)."""
+    from ik_control import arm_setup
+
+    result = arm_setup.write(args.urdf, args.tip, args.out, base=args.base, name=args.name,
+                             rate_hz=args.rate, samples=args.samples,
+                             progress=lambda k, n: progress(f'{k}/{n} configurations '
+                                                            'sampled (allowed collisions)'))
+    for line in result.warnings:
+        print(f'ik_control setup: warning: {line}', file=sys.stderr)
+    print(f'{len(result.joints)} joints: {", ".join(result.joints)}\n'
+          f'wrote {result.params}\n      {result.srdf}\n      {result.controllers}\n'
+          'bring it up (ROS 2):\n  ' + result.commands[0]
+          + '\nor the two nodes without launch:\n  ' + result.commands[1])
+    return 0
+
+
 def _demo(args):
     if args.task == 'constraint':
         return _constraint_controller_demo(args)
@@ -273,6 +290,25 @@ def build_parser():
                      help="also disable pairs never in contact in the samples (MoveIt's speed "
                           'option: a rare pose is still a real collision)')
     acm.set_defaults(func=_collision_matrix)
+
+    arm = sub.add_parser('setup', help="the nodes' configuration of any arm from its URDF: "
+                         'parameter file, allowed-collision SRDF, ros2_control controllers, '
+                         'and the command that brings it up')
+    arm.add_argument('urdf', help='URDF file of the arm')
+    arm.add_argument('--tip', action='append', required=True, metavar='FRAME',
+                     help='end-effector frame (a link; repeat for each arm of a robot)')
+    arm.add_argument('--base', default=None, metavar='FRAME',
+                     help="base frame (default: the URDF's root link)")
+    arm.add_argument('--out', default='.', metavar='DIR',
+                     help='folder for the files (default: the current one)')
+    arm.add_argument('--name', default=None,
+                     help="stem of the files (default: the URDF file's)")
+    arm.add_argument('--rate', type=float, default=500.0,
+                     help='control and simulation rate [Hz] (default 500)')
+    arm.add_argument('--samples', type=int, default=1000,
+                     help='random configurations of the allowed-collision matrix (default '
+                          '1000)')
+    arm.set_defaults(func=_setup)
 
     paint = sub.add_parser('paint', help="SAM's spray-painting example without ROS: the "
                            '9-joint robot paints a door with and without avoiding it')

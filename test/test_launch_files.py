@@ -551,6 +551,26 @@ def test_bringup_urdf_argument_paths(launch_api, tmp_path, monkeypatch):
         run_launch_file('wam.launch.py', urdf=str(broken))
 
 
+def test_the_generic_bringup_runs_an_arm_from_the_files_ik_control_setup_writes(launch_api,
+                                                                               tmp_path):
+    from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
+    from ik_control.cli import main as cli_main
+
+    relative, base, tip = EXAMPLE_ARMS['ur5']
+    urdf = example_robot_urdf(relative)
+    assert cli_main(['setup', urdf, '--tip', tip, '--base', base, '--out', str(tmp_path),
+                     '--name', 'ur5', '--samples', '20']) == 0
+    params = str(tmp_path / 'ur5.yaml')
+    _, actions = run_launch_file('ik_control.launch.py', urdf=urdf, params_file=params)
+    for executable in ('ik_controller', 'sim_robot'):
+        files, overrides = parameter_dict(node_by_executable(actions, executable))
+        assert files == [params]
+        assert string_value(overrides['robot_description']) == open(urdf).read()
+        assert 'rate_hz' not in overrides     # the file's (500 Hz, as the bundled default)
+    defaults = launch_util.node_parameters(params, launch_util.CONTROLLER)
+    assert defaults['base_frame'] == base and defaults['end_effectors'] == [tip]
+
+
 @pytest.mark.parametrize('robot_name', sorted(ROBOTS))
 def test_gazebo_launch(launch_api, robot_name):
     files = ROBOTS[robot_name]

@@ -87,6 +87,10 @@ PARAMETERS = {
     'enforce_limits': Param(
         True, 'Saturate setpoints at the URDF velocity limits and max_acceleration, as '
         "ros2_control's joint_limits does; every clamp is counted and logged."),
+    'max_velocity': Param(
+        [0.0], 'Joint velocity limits of the saturation, one or one per joint; 0 = the '
+        "URDF's; never above the URDF's; needed where the URDF gives none (a continuous "
+        'joint without <limit>) [rad/s or m/s].'),
     'max_acceleration': Param(
         [10.0], 'Joint acceleration limits of the saturation, one or one per joint '
         '[rad/s^2 or m/s^2].'),
@@ -140,12 +144,23 @@ def make_sim(values, t0):
         robot = RobotModel.from_urdf(urdf, joints=values['joints'])
         v_max = a_max = None
         if values['enforce_limits']:
-            v_max = robot.velocity_limit
+            v_max = robot.velocity_limit.copy()
+            given = np.array(values['max_velocity'], dtype=float)
+            if given.size not in (1, robot.nq) or not np.all(given >= 0):
+                raise StartupError('max_velocity needs 1 or %d values >= 0, got %s'
+                                   % (robot.nq, list(given)))
+            given = np.broadcast_to(given, (robot.nq,))
+            urdf_known = (v_max > 0.0) & np.isfinite(v_max)
+            if np.any(urdf_known & (given > v_max)):
+                j = int(np.argmax(urdf_known & (given > v_max)))
+                raise StartupError(f'max_velocity {given[j]:g} exceeds the URDF velocity '
+                                   f"limit {v_max[j]:g} of joint '{robot.joint_names[j]}'")
+            v_max = np.where(given > 0.0, given, v_max)
             missing = [n for n, v in zip(robot.joint_names, v_max) if not 0.0 < v < np.inf]
             if missing:  # (a continuous joint without <limit>: pinocchio says 0)
                 raise StartupError(f'joints {missing} have no velocity limit in the URDF '
-                                   '(<limit velocity=...>): give one, or set '
-                                   'enforce_limits:=false')
+                                   '(<limit velocity=...>): give one, set max_velocity, or '
+                                   'set enforce_limits:=false')
             a_max = np.array(values['max_acceleration'], dtype=float)
             if a_max.size not in (1, robot.nq) or not np.all(a_max > 0):
                 raise StartupError('max_acceleration needs 1 or %d values > 0, got %s'
