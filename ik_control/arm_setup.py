@@ -79,7 +79,8 @@ def start_pose(model, candidates=START_CANDIDATES, seed=0):
     configurations drawn uniformly in the middle half of each range (a continuous joint:
     +-pi/2), the one whose task Jacobian has the largest smallest singular value
     (farthest from a singularity: the middle of a UR5's limits is its straight, singular
-    arm) among those whose collision shapes of links that are not adjacent do not touch.
+    arm) among those whose collision shapes of links that are not adjacent do not touch
+    (meshes as their convex hulls, which hold them).
     """
     lower, upper = model.lower, model.upper
     bounded = np.isfinite(lower) & np.isfinite(upper)
@@ -90,7 +91,7 @@ def start_pose(model, candidates=START_CANDIDATES, seed=0):
     rng = np.random.default_rng(seed)
     poses = np.vstack([mid, mid + rng.uniform(-1.0, 1.0, (candidates, mid.size)) * half])
     poses = np.clip(poses, lower, upper)
-    shapes = CollisionModel(model)
+    shapes = CollisionModel(model, convex=True)   # hulls: fast, and never miss a contact
     ws = model.workspace()
     best, best_sigma = poses[0], -1.0
     for q in poses:
