@@ -551,8 +551,8 @@ def test_bringup_urdf_argument_paths(launch_api, tmp_path, monkeypatch):
         run_launch_file('wam.launch.py', urdf=str(broken))
 
 
-def test_the_generic_bringup_runs_an_arm_from_the_files_ik_control_setup_writes(launch_api,
-                                                                               tmp_path):
+def test_the_generic_bringup_runs_an_arm_from_the_files_ik_control_setup_writes(
+        launch_api, tmp_path):
     from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
     from ik_control.cli import main as cli_main
 
