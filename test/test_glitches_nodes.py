@@ -248,7 +248,9 @@ def test_hold_then_resume_continues_the_goal(wam):
     _assert_motion_within_limits(wam, s0, c0)
 
 
-@pytest.mark.parametrize('distance', [10.0, 1e12])
+# 1e12 m: the scale-free rule at its extreme over DDS (an ordinary goal outside the
+# workspace: test_reach_nodes; 10 m and 1e12 m in-process: test_glitches)
+@pytest.mark.parametrize('distance', [1e12])
 def test_a_far_goal_ends_unreachable(wam, distance):
     codes, state = _status_topics(wam)
     s0, c0 = len(wam.states.messages), len(wam.commands.messages)

@@ -69,7 +69,10 @@ def _wait_reached_at_once(bringup, since, timeout=GOAL_TIME):
     bringup.diagnostics.wait(all_reached, timeout)
 
 
-@pytest.mark.parametrize('name, rate_hz, seed', [('wam', 500.0, 3), ('simon', 1000.0, 4)])
+# SIMON (two hands, 1 kHz, self collision); over DDS the WAM's goals are reached in
+# test_ik_controller_node and three unseen arms' in test_arm_setup, and `bench reach`
+# reaches 1000 goals per robot in-process
+@pytest.mark.parametrize('name, rate_hz, seed', [('simon', 1000.0, 4)])
 def test_seeded_reachable_goals_are_all_reached_measured_by_pinocchio(name, rate_hz, seed):
     bringup = Bringup(name, rate_hz, ns=f'/{name}_reach',
                       extra=['-p', f'collision.srdf_path:=config/{name}.srdf'])
