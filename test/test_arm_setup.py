@@ -1,10 +1,9 @@
 """
 ``ik_control setup`` on arms the package does not ship, and the nodes brought up from its files.
 
-Each arm of example-robot-data (Franka Panda, UR5, Kinova Jaco 2 with its fingers) is
-configured by the one command; ``sim_robot`` and ``ik_controller`` start from the written
-parameter file alone (real rclpy, DDS); two seeded reachable, contact-free goals are
-reached, judged from the robot's own joint_states by pinocchio on the URDF (not the
+Each arm of example-robot-data (Franka Panda, UR5) is configured by the one command;
+``sim_robot`` and ``ik_controller`` start from the written parameter file alone (real
+rclpy, DDS); two seeded reachable, contact-free goals are reached, judged from the robot's own joint_states by pinocchio on the URDF (not the
 package's RobotModel), and the robot's joint speeds stay within the URDF's limits.
 """
 
@@ -17,7 +16,9 @@ import pinocchio as pin
 import pytest
 import yaml
 
-TEST_ARMS = ('panda', 'ur5', 'kinova')
+# (the Kinova Jaco 2 runs too, but its mesh shapes cost the collision stage ~1.7 ms a
+# tick here, and its test ~24 s of the suite: docs/any_urdf.md)
+TEST_ARMS = ('panda', 'ur5')
 GOALS = 2
 
 
