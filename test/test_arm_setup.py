@@ -3,8 +3,9 @@
 
 Each arm of example-robot-data (Franka Panda, UR5) is configured by the one command;
 ``sim_robot`` and ``ik_controller`` start from the written parameter file alone (real
-rclpy, DDS); two seeded reachable, contact-free goals are reached, judged from the robot's own joint_states by pinocchio on the URDF (not the
-package's RobotModel), and the robot's joint speeds stay within the URDF's limits.
+rclpy, DDS); two seeded reachable, contact-free goals are reached, judged from the
+robot's own joint_states by pinocchio on the URDF (not the package's RobotModel), and the
+robot's joint speeds stay within the URDF's limits.
 """
 
 from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
