@@ -84,10 +84,9 @@ def start_pose(model, candidates=START_CANDIDATES, seed=0):
     """
     lower, upper = model.lower, model.upper
     bounded = np.isfinite(lower) & np.isfinite(upper)
-    mid = np.where(bounded, 0.5 * (np.where(bounded, lower, 0.0)
-                                   + np.where(bounded, upper, 0.0)), 0.0)
-    half = np.where(bounded, 0.25 * (np.where(bounded, upper, 0.0)
-                                     - np.where(bounded, lower, 0.0)), 0.5 * np.pi)
+    lo, hi = np.where(bounded, lower, 0.0), np.where(bounded, upper, 0.0)
+    mid = 0.5 * (lo + hi)
+    half = np.where(bounded, 0.25 * (hi - lo), 0.5 * np.pi)
     rng = np.random.default_rng(seed)
     poses = np.vstack([mid, mid + rng.uniform(-1.0, 1.0, (candidates, mid.size)) * half])
     poses = np.clip(poses, lower, upper)
