@@ -224,21 +224,36 @@ def _crossing_goals(model):
     return goals
 
 
-def _drive(controller, goals, judge, seconds=8.0):
-    """Perfect robot: return (closest distance [m], outcomes per goal)."""
+def _drive(controller, goals, judge, seconds=8.0, servo=None):
+    """
+    Return (closest distance [m] of the robot, outcomes per goal).
+
+    The robot is perfect (where the command says one tick later), or with ``servo =
+    (omega [rad/s], damping ratio, reported)`` each joint follows the command as a
+    second-order servo (it lags, leaves the path and overshoots) and joint_states report
+    it (``reported``) or the command (the stage then sees no tracking error).
+    """
     model, dt = controller.model, controller.dt
     q = np.array(robots.SETUPS[model.name].ready, dtype=float)
+    robot, robot_v, q_cmd = q.copy(), np.zeros_like(q), q.copy()
     now, worst, outcomes = 0.0, np.inf, []
     for targets in goals:
         for ee, T in zip(model.end_effector_names, targets):
             controller.set_target_matrix(ee, T)
         end = now + seconds
         while now < end:
-            controller.set_joint_state(model.joint_names, q, now)
+            controller.set_joint_state(model.joint_names,
+                                       robot if servo is None or servo[2] else q_cmd, now)
             command = controller.update(now)
             if command is not None:
-                q = command.at(dt)[0]
-            worst = min(worst, judge.closest(q)[0])
+                q_cmd = command.at(dt)[0]
+            if servo is None:
+                robot = q_cmd
+            else:
+                omega, damping, _ = servo
+                robot_v += dt * (omega ** 2 * (q_cmd - robot) - 2.0 * damping * omega * robot_v)
+                robot = robot + dt * robot_v
+            worst = min(worst, judge.closest(robot)[0])
             now += dt
             if controller.goal_reached.all() or controller.parked.any():
                 break
@@ -264,7 +279,7 @@ def test_negative_control_crossing_hands_touch_with_the_stage_off():
     assert worst < 0.0  # the judge sees the contact the stage prevents
 
 
-def _wam_box_case(enabled):
+def _wam_box_case(enabled, servo=None, seconds=10.0):
     """Drive the WAM's hand to a goal with a box halfway on the straight line to it."""
     controller = _controller('wam', enabled=enabled)
     model = controller.model
@@ -276,7 +291,7 @@ def _wam_box_case(enabled):
     controller.set_obstacle_shapes([('box', pose, BOX)])
     judge = ContactJudge(model, np.array(robots.SETUPS['wam'].ready),
                          obstacles=[(coal.Box(*BOX), pose)])
-    return _drive(controller, [(goal,)], judge, seconds=10.0)
+    return _drive(controller, [(goal,)], judge, seconds=seconds, servo=servo)
 
 
 def test_wam_never_enters_a_box_between_hand_and_goal():
@@ -288,6 +303,23 @@ def test_wam_never_enters_a_box_between_hand_and_goal():
 def test_negative_control_the_wam_goes_through_the_box_with_the_stage_off():
     worst, outcomes = _wam_box_case(False)
     assert worst < 0.0
+
+
+def test_a_lagging_servo_keeps_the_security_distance_given_its_tracking_error():
+    """
+    The stage keeps the room for the robot's shapes, not only for its command's.
+
+    Critically damped servos at 10 rad/s (a 0.1 s lag that leaves the path where the
+    joints' motions differ): judged on the robot, not the command. The negative control
+    reports the command as the robot's state (no tracking error seen): the robot comes
+    nearer.
+    """
+    servo = (10.0, 1.0)
+    worst, outcomes = _wam_box_case(True, servo + (True,), seconds=30.0)
+    assert worst >= 0.5 * SECURITY, worst
+    assert outcomes[0] == 'reached' or outcomes[0].startswith('COLLISION'), outcomes
+    worst, _ = _wam_box_case(True, servo + (False,))
+    assert worst < 0.5 * SECURITY, worst
 
 
 def test_a_joint_trajectory_through_the_torso_is_refused_with_the_pair_and_time():

@@ -76,19 +76,20 @@ class CollisionGuard:
         self.allow_start = not srdf  # the first state's contacts are still to be allowed
         self.limited_since = None  # since when the stage bounds the motion [s], or None
 
-    def bound(self, now, tick, joint_T, J, h):
+    def bound(self, now, tick, joint_T, J, h, tracking_error):
         """
         Bound the tick's desired velocity ``tick.v_des`` by the stage; return status bits.
 
         ``joint_T``: the tree joints' placements at ``tick.q``; ``J``: the task Jacobian
-        of this tick, or None; ``h`` [s] the tick's step
+        of this tick, or None; ``h`` [s] the tick's step; ``tracking_error`` [rad or m] per
+        joint, the robot's distance from the committed path
         (:meth:`CollisionStage.constrain`). Keeps :attr:`limited_since`, which the referee
         reads to call a stalled goal unreachable for ``COLLISION``.
         """
         model = self.stage.model
         flags = self.stage.constrain(joint_T, J, tick.q, tick.v_prev, tick.v_des, tick.v_max,
                                      tick.a_max, model.lower, model.upper,
-                                     tick.config.position_margin, h)
+                                     tick.config.position_margin, h, tracking_error)
         status = _NONE
         if flags & collision_stage.NEAR:
             status |= _COLLISION_NEAR

@@ -32,8 +32,15 @@ and the stage bounds it by two rows:
    the stream stops after this tick). A hard row: if the last tick's command met it,
    braking on (``v`` one step closer to rest) meets it again, so it stays feasible.
 
-Both use ``max(d - d_s, 0)``: a pair found inside the security distance may not come
-nearer, and is not pushed apart by a robot at rest.
+Both use ``max(d - d_s - e_k, 0)``: a pair found inside the security distance may not
+come nearer, and is not pushed apart by a robot at rest. ``e_k = sum_j R_kj e_j`` is
+the robot's tracking error ``e`` (how far its latest joint_states sample lies off the
+committed path, a lag along it left out: :func:`~ik_control.control.robot_link.off_path`)
+carried to the pair by the lever arms: the robot's own shapes are at least ``d - e_k``
+apart when the command's are ``d``, so the room is kept for the robot, not only for its
+command (servos leave the path and overshoot: MuJoCo's position actuators came 1.9 mm
+nearer than the command on this machine, 11 and 37 mm under CI's load, before this
+term). A robot on its path (``e = 0``) is bounded as its command.
 
 The stage changes the desired velocity ``v_des`` only when the velocity the limiter would
 make of it (:func:`limits.limit_velocity`: what the robot does this tick) breaks a row:
@@ -45,7 +52,8 @@ then
            the position bounds' braking caps and clip (:func:`limits.velocity_box`)
 
 (``J`` the task Jacobian where the tick solved one, so the hands keep their course and
-the spare joints make the room; else ``J = 0``), a small QP solved by DAQP. The box holds
+the spare joints make the room; else ``J = 0``), a small QP solved by DAQP, rows 1 soft
+(DAQP relaxes them where they cannot all hold). The box holds
 the velocity, acceleration and position-bound limits, so the limiter that follows leaves
 the solution as it is. A QP with no solution (a pair entering the influence distance
 faster than the damper and the acceleration limits allow) halts: every joint brakes
@@ -113,12 +121,13 @@ def approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_a
 
 @njit(cache=True, nogil=True)
 def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_joint, pairs,
-                pair_index, distance, point_a, point_b, normal, count, within, influence,
+                pair_index, distance, point_a, point_b, normal, count, within, lag, influence,
                 security, gain, h, v_prev, a_max, v, near, c, k, bound):
     """
     Build both rows (module docstring) of every measured pair nearer than ``within``.
 
-    Of the ``count`` measured rows, those nearer than ``within`` go to ``near[:m]``, their
+    ``lag`` [m], per pair: ``e_k`` of the module docstring, taken from the room. Of the
+    ``count`` measured rows, those nearer than ``within`` go to ``near[:m]``, their
     ``c`` to ``c[:m]``, the braking coefficients to ``k`` (per joint), the soft bounds to
     ``bound[:m]`` (``_INF`` beyond the influence distance) and the hard ones to
     ``bound[m:2m]``. Returns ``(m, nearest measured row or -1, whether ``v`` breaks a row)``.
@@ -141,7 +150,7 @@ def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_jo
         approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors,
                      shape_joint[pair[0]], shape_joint[pair[1]], point_a[i], point_b[i],
                      normal[i], c[r])
-        room = max(distance[i] - security, 0.0)
+        room = max(distance[i] - security - lag[pair_index[i]], 0.0)
         rate = 0.0
         tail = 0.0
         held = 0.0
@@ -183,15 +192,16 @@ def live_pairs(c, k, bound, m, lo, hi, live):
 
 @njit(cache=True, nogil=True)
 def pair_reach(pair_lever, q, q_last, v_prev, a_max, h, security, influence, started,
-               within, travel, motion):
+               error, within, travel, lag, motion):
     """
-    Write each pair's ``within`` [m] and add to its ``travel`` [m]; keep ``q`` in ``q_last``.
+    Write each pair's ``within`` and ``lag`` [m], add to its ``travel`` [m]; ``q`` to ``q_last``.
 
-    ``within_k = max(influence, security + sum_j R_kj m_j)``, ``m_j = |v_j| h + (|v_j| +
-    a_j h)^2 / (2 a_j)``: how far the pair's shapes may come nearer over the tick and its
-    braking tail (``R_kj``: :attr:`CollisionModel.pair_lever`); ``travel_k += sum_j R_kj
-    |q_j - q_last_j|`` (when ``started``): how far they may have come nearer since the
-    last tick (module docstring, :meth:`CollisionModel.near_pairs`).
+    ``lag_k = sum_j R_kj e_j`` (``e``: ``error``, the tracking error [rad or m], module
+    docstring); ``within_k = max(influence, security + lag_k + sum_j R_kj m_j)``, ``m_j =
+    |v_j| h + (|v_j| + a_j h)^2 / (2 a_j)``: how far the pair's shapes may come nearer
+    over the tick and its braking tail (``R_kj``: :attr:`CollisionModel.pair_lever`);
+    ``travel_k += sum_j R_kj |q_j - q_last_j|`` (when ``started``): how far they may have
+    come nearer since the last tick (module docstring, :meth:`CollisionModel.near_pairs`).
     """
     n = q.shape[0]
     for j in range(n):
@@ -200,12 +210,15 @@ def pair_reach(pair_lever, q, q_last, v_prev, a_max, h, security, influence, sta
     for k in range(pair_lever.shape[0]):
         reach = 0.0
         moved = 0.0
+        off = 0.0
         for j in range(n):
             r = pair_lever[k, j]
             if r != 0.0:
                 reach += r * motion[j]
                 moved += r * abs(q[j] - q_last[j])
-        within[k] = max(influence, security + reach)
+                off += r * error[j]
+        lag[k] = off
+        within[k] = max(influence, security + off + reach)
         if started:
             travel[k] += moved
     for j in range(n):
@@ -231,16 +244,18 @@ class CollisionStage:
         self._bound = np.zeros(0)
         self._live = np.zeros(0, dtype=np.int64)
         self._k = np.zeros(n)
-        self._sense = np.zeros(n + 2 * MAX_ROWS, dtype=np.int32)
         self.closest_distance = np.inf
         self._closest_row = -1
         self.rows = 0
         self.travel = np.zeros(0)    # per pair: sum_j R_kj |dq_j| along the knots [m]
         self._within = np.zeros(0)   # per pair: the distance within which it counts [m]
+        self._lag = np.zeros(0)      # per pair: the tracking error's reach, e_k [m]
         self._motion = np.zeros(n)
+        self._on_path = np.zeros(n)  # no tracking error
         self._q_last = np.zeros(n)   # the last tick's knot (pair_reach)
         self._started = False
         self._lo, self._hi = np.zeros(n), np.zeros(n)
+        self._sense = np.zeros(n + 2 * MAX_ROWS, dtype=np.int32)
         self._v_limited = np.zeros(n)
         m = model
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
@@ -254,15 +269,15 @@ class CollisionStage:
         n = self.model.nq
         self.cm.near_pairs(ws.joint_T, 0.0)
         v = np.zeros(n)
-        self._rows(ws.joint_T, 0, np.zeros(len(self.cm.pairs)), 0.001, v, np.ones(n), v)
         P = len(self.cm.pairs)
-        pair_reach(self.cm.pair_lever, v, v.copy(), v, np.ones(n), 0.001, 0.0, 0.0, False,
-                   np.zeros(P), np.zeros(P), self._motion)
+        self._rows(ws.joint_T, 0, np.zeros(P), np.zeros(P), 0.001, v, np.ones(n), v)
+        pair_reach(self.cm.pair_lever, v, v.copy(), v, np.ones(n), 0.001, 0.0, 0.0, False, v,
+                   np.zeros(P), np.zeros(P), np.zeros(P), self._motion)
         live_pairs(self._c, self._k, self._bound, 0, v, v, self._live)
         limits.velocity_box(v, v, v - 1.0, v + 1.0, 0.0, np.ones(n), np.ones(n), 0.001,
                             self._lo, self._hi)
 
-    def _rows(self, joint_T, count, within, h, v_prev, a_max, v):
+    def _rows(self, joint_T, count, within, lag, h, v_prev, a_max, v):
         """Run :func:`damper_rows` on the model's ``count`` measured pairs (sized to them)."""
         cm = self.cm
         P = len(cm.pairs)
@@ -272,7 +287,7 @@ class CollisionStage:
             self._bound = np.zeros(2 * P)
             self._live = np.zeros(P, dtype=np.int64)
         return damper_rows(joint_T, *self._tables, cm.shape_joints, cm.pairs, cm.pair_index,
-                           cm.distance, cm.point_a, cm.point_b, cm.normal, count, within,
+                           cm.distance, cm.point_a, cm.point_b, cm.normal, count, within, lag,
                            self.influence, self.security, self.gain, h, v_prev, a_max,
                            v, self._near, self._c, self._k, self._bound)
 
@@ -281,20 +296,24 @@ class CollisionStage:
         """Names of the nearest pair measured at the last :meth:`constrain` ('' if none)."""
         return '' if self._closest_row < 0 else self.cm.pair_name(self._closest_row)
 
-    def constrain(self, joint_T, J, q, v_prev, v_des, v_max, a_max, lower, upper, margin, h):
+    def constrain(self, joint_T, J, q, v_prev, v_des, v_max, a_max, lower, upper, margin, h,
+                  error=None):
         """
         Bound ``v_des`` (in place) by the near pairs at the placements ``joint_T``.
 
         ``q``, ``v_prev``: the committed knot the tick starts from; ``J``: the task
-        Jacobian of this tick, or None; ``h`` [s] the tick's step. Returns the flag bits
+        Jacobian of this tick, or None; ``h`` [s] the tick's step; ``error`` [rad or m]
+        the robot's tracking error per joint (module docstring; None: on the path). Returns
+        the flag bits
         :data:`NEAR`, :data:`LIMITED`, :data:`HALTED`.
         """
         cm = self.cm
         P = len(cm.pairs)
         if self._within.shape[0] != P:  # a new scene: every pair measured afresh
-            self._within, self.travel = np.zeros(P), np.zeros(P)
+            self._within, self.travel, self._lag = np.zeros(P), np.zeros(P), np.zeros(P)
         pair_reach(cm.pair_lever, q, self._q_last, v_prev, a_max, h, self.security,
-                   self.influence, self._started, self._within, self.travel, self._motion)
+                   self.influence, self._started, self._on_path if error is None else error,
+                   self._within, self.travel, self._lag, self._motion)
         self._started = True
         count = cm.near_pairs(joint_T, self._within, self.travel)
         # the rows are tested on the velocity the limiter will command, not on v_des: a
@@ -302,8 +321,8 @@ class CollisionStage:
         # robot does this tick
         limits.limit_velocity(q, v_prev, v_des, lower, upper, margin, v_max, a_max, h,
                               self._v_limited)
-        m, nearest, broken = self._rows(joint_T, count, self._within, h, v_prev, a_max,
-                                        self._v_limited)
+        m, nearest, broken = self._rows(joint_T, count, self._within, self._lag, h, v_prev,
+                                        a_max, self._v_limited)
         self.rows = 0
         if nearest < 0:
             self.closest_distance, self._closest_row = np.inf, -1
@@ -337,8 +356,16 @@ class CollisionStage:
         upper_b = np.concatenate([hi, bound])
         lower_b = np.concatenate([lo, np.full(2 * m, -_INF)])
         sense = self._sense[:n + 2 * m]
-        sense[n:n + m] = SOFT
-        x, _, exitflag, _ = daqp.solve(H, f, A, upper_b, lower_b, sense)
+        sense[:] = 0  # (DAQP writes the active set into it)
+        # the hard rows alone first: DAQP's soft rows on a problem whose hard part has no
+        # solution corrupted memory (daqp 0.11)
+        hard = np.r_[:n, n + m:n + 2 * m]
+        _, _, exitflag, _ = daqp.solve(H, f, A[m:], upper_b[hard], lower_b[hard],
+                                       sense[:n + m])
+        if exitflag >= 1:
+            sense[:] = 0
+            sense[n:n + m] = SOFT
+            x, _, exitflag, _ = daqp.solve(H, f, A, upper_b, lower_b, sense)
         if exitflag < 1:  # no velocity within the limits keeps every pair: brake
             np.clip(np.zeros(n), lo, hi, out=v_des)
             return flag | LIMITED | HALTED

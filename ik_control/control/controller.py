@@ -289,6 +289,7 @@ class ResolvedRateController(GoalInputs):
         self.q_cmd[:] = self.robot.q
         self.v_cmd[:] = 0.0
         self.path.reset(now, self.robot.q, self.v_cmd, self.a_max, self.config.position_margin)
+        self.robot.tracking_error[:] = 0.0
         # effectors without a pose goal hold (or integrate twists from) where they are; a
         # pose goal sent before the first state is kept
         self.solver.ws.update(self.q_cmd, jacobian=False)
@@ -380,7 +381,8 @@ class ResolvedRateController(GoalInputs):
             self.constrained.apply(self.tick, h, task=not holding)  # Welman's constraints
         if self.collision is not None and not joining:
             status |= self.guard.bound(now, self.tick, self.solver.ws.joint_T,
-                                       self.solver.J if cartesian else None, h)
+                                       self.solver.J if cartesian else None, h,
+                                       robot.tracking_error)
             self.referee.blocked_since = self.guard.limited_since
         status |= self.commit.commit(self.tick, h, now + self.lead, path)
         self._knot_time = path.last_time

@@ -37,7 +37,8 @@ from ik_control.validation import InputError
 from numba import njit
 import numpy as np
 
-__all__ = ['CONFIRM_SAMPLES', 'ConfirmingRun', 'join_velocity', 'LinkState', 'PlausibilityFilter',
+__all__ = ['CONFIRM_SAMPLES', 'ConfirmingRun', 'join_velocity', 'LinkState', 'MAX_LAG',
+           'off_path', 'PlausibilityFilter',
            'POSITION_NOISE', 'RobotLink', 'SPEED_FACTOR', 'STATE_LIMIT_TOLERANCE']
 
 #: measured speeds up to this multiple of the URDF velocity limit are believed (a drive
@@ -53,6 +54,8 @@ JOIN_DONE = 0.5
 #: braking-distance factor of the join velocity: below 1 leaves the limiter room to brake
 #: on a tick grid (sqrt(2 a d) is exact only in continuous time) [-]
 JOIN_BRAKING = 0.8
+#: the longest a servo is taken to lag its command (:func:`off_path`) [s]
+MAX_LAG = 0.2
 #: measured positions further outside the URDF limits are refused: a drive's overshoot
 #: and sensor noise, not a sample 0.05 rad past the limit [rad or m]
 STATE_LIMIT_TOLERANCE = 0.02
@@ -208,6 +211,23 @@ def _join_velocity(q_cmd, q_target, v_max, a_max, braking, out):
     return out
 
 
+def off_path(error, v_path, max_lag):
+    """
+    Turn ``error = q - q_path(t)`` into ``|q - (q_path(t) - tau v_path)|`` in place.
+
+    A servo lags its command along the path: the sample is nearest the path a time
+    ``tau`` earlier, ``tau = clip(-error . v_path / |v_path|^2, 0, max_lag)`` [s] (the
+    path to first order, ``q_path(t - tau) = q_path(t) - tau v_path``). What is left is
+    how far the robot is off its path, per joint [rad or m]; a robot merely behind its
+    command on the same path has none.
+    """
+    speed2 = float(v_path @ v_path)
+    if speed2 > 0.0:
+        tau = min(max(-float(error @ v_path) / speed2, 0.0), max_lag)
+        error += tau * v_path
+    np.abs(error, out=error)
+
+
 class RobotLink:
     """
     The robot as the controller knows it: the latest believed sample and the link state.
@@ -217,7 +237,10 @@ class RobotLink:
     ``q`` the latest believed positions (None before the first), ``time`` when it came
     (the caller's clock) and ``stamp`` when the robot measured it [s], ``fresh`` whether
     no tick has used it yet, ``state`` (:class:`LinkState`), ``implausible`` samples
-    refused as impossible motion, ``reseeds`` and ``reseed_time`` [s] (the last one).
+    refused as impossible motion, ``reseeds`` and ``reseed_time`` [s] (the last one),
+    ``tracking_error`` [rad or m] per joint: how far the latest sample lies off the
+    committed path (:func:`off_path`; 0 after the path restarts on it; the collision stage
+    keeps that much more room, :mod:`~ik_control.control.collision_stage`).
     """
 
     def __init__(self, model, events):
@@ -236,6 +259,7 @@ class RobotLink:
         self.reseeds = 0
         self.reseed_time = -math.inf
         self._velocity = np.zeros(model.nq)  # measured velocity at a re-seed [rad/s]
+        self.tracking_error = np.zeros(model.nq)
         self._elsewhere = ConfirmingRun(self.filter.reachable)  # after a gap, off the path
         self._names = (None, None)  # the last names seen, and the controlled joints in them
 
@@ -316,8 +340,11 @@ class RobotLink:
         follow), or a join starts (``JOINING``) after a jump in the stream. JOINING: back
         to TRACKING once within ``JOIN_DONE`` of it.
         """
-        q_path, _ = path.sample(self.stamp)
-        gap = float(np.max(np.abs(self.q - q_path)))
+        q_path, v_path = path.sample(self.stamp)
+        error = self.tracking_error
+        np.subtract(self.q, q_path, out=error)
+        gap = float(np.abs(error).max())
+        off_path(error, v_path, MAX_LAG)
         if self.state == LinkState.STALE:
             if gap > tolerance and not self._confirmed_elsewhere():
                 return False
@@ -327,6 +354,7 @@ class RobotLink:
                 self.events.post('state_regained', 'info', 'joint_states regained')
                 return True
             path.reset(now, self.q, np.zeros_like(self.q), a_max, margin)
+            error[:] = 0.0
             if gap > tolerance:
                 self._note_reseed(now)
             self.events.post('state_regained', 'info',
@@ -339,6 +367,7 @@ class RobotLink:
                 v = self.filter.velocity(self._velocity)
                 np.clip(v, -v_max, v_max, out=v)
                 path.reset(self.stamp, self.q, v, a_max, margin)
+                error[:] = 0.0
                 self.events.post('reseed', 'warn',
                                  f'robot {gap:.3g} rad from the commanded path (reseed_tolerance'
                                  f' {tolerance:g}): re-seeded at its measured position and '
