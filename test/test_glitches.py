@@ -18,7 +18,7 @@ from ik_control import robots
 from ik_control.control.config import ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.control.goal_state import GoalState
-from ik_control.control.robot_link import CONFIRM_SAMPLES, LinkState, POSITION_NOISE
+from ik_control.control.robot_link import CONFIRM_SAMPLES, LinkState, off_path, POSITION_NOISE
 from ik_control.control.status import Status
 from ik_control.sim.saturation import SetpointSaturation
 from ik_control.validation import InputError
@@ -161,6 +161,24 @@ def _goal(model, q, offset, i=0):
     T = model.frame_placements(q)[i]
     T[:3, 3] += offset
     return T
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1))
+def test_a_robot_behind_on_its_path_is_not_off_it_and_one_beside_it_is(seed):
+    """off_path: a lag along the path is left out, an offset across it is kept."""
+    rng = np.random.default_rng(seed)
+    v_path = rng.uniform(-1.0, 1.0, 7)
+    lag = rng.uniform(0.0, 0.2)
+    across = rng.uniform(-0.01, 0.01, 7)
+    across -= (across @ v_path) / (v_path @ v_path) * v_path  # orthogonal to the path
+    error = -lag * v_path + across  # q - q_path(t): behind by lag, beside by across
+    off_path(error, v_path, 0.2)
+    np.testing.assert_allclose(error, np.abs(across), atol=1e-12)
+    # a robot ahead of its command is not credited: the whole difference counts
+    error = 0.01 * v_path
+    off_path(error, v_path, 0.2)
+    np.testing.assert_allclose(error, np.abs(0.01 * v_path))
 
 
 def test_a_glitch_sample_is_refused_counted_and_never_moves_the_command():
