@@ -53,7 +53,9 @@ then
 
 (``J`` the task Jacobian where the tick solved one, so the hands keep their course and
 the spare joints make the room; else ``J = 0``), a small QP solved by DAQP, rows 1 soft
-(DAQP relaxes them where they cannot all hold). The box holds
+(DAQP relaxes them where they cannot all hold). A braking row that no velocity of the box
+meets (``sum_j min(A_j lo_j, A_j hi_j)`` above its bound) is told without DAQP: given
+soft rows and such a problem, DAQP 0.11 corrupted memory. The box holds
 the velocity, acceleration and position-bound limits, so the limiter that follows leaves
 the solution as it is. A QP with no solution (a pair entering the influence distance
 faster than the damper and the acceleration limits allow) halts: every joint brakes
@@ -355,15 +357,13 @@ class CollisionStage:
         f = -(H @ v_des)
         upper_b = np.concatenate([hi, bound])
         lower_b = np.concatenate([lo, np.full(2 * m, -_INF)])
-        sense = self._sense[:n + 2 * m]
-        sense[:] = 0  # (DAQP writes the active set into it)
-        # the hard rows alone first: DAQP's soft rows on a problem whose hard part has no
-        # solution corrupted memory (daqp 0.11)
-        hard = np.r_[:n, n + m:n + 2 * m]
-        _, _, exitflag, _ = daqp.solve(H, f, A[m:], upper_b[hard], lower_b[hard],
-                                       sense[:n + m])
-        if exitflag >= 1:
-            sense[:] = 0
+        # a braking row that no velocity of the box meets: no solution, and DAQP 0.11 given
+        # soft rows on a problem whose hard part has none corrupted memory (module docstring)
+        reach = np.minimum(A[m:] * lo, A[m:] * hi).sum(axis=1)
+        if np.any(reach > bound[m:]):
+            exitflag = -1
+        else:
+            sense = self._sense[:n + 2 * m]
             sense[n:n + m] = SOFT
             x, _, exitflag, _ = daqp.solve(H, f, A, upper_b, lower_b, sense)
         if exitflag < 1:  # no velocity within the limits keeps every pair: brake
