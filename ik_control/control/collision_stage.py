@@ -54,7 +54,8 @@ then
 (``J`` the task Jacobian where the tick solved one, so the hands keep their course and
 the spare joints make the room; else ``J = 0``), a small QP solved by DAQP, rows 1 soft
 (DAQP relaxes them where they cannot all hold). A braking row that no velocity of the box
-meets (``sum_j min(A_j lo_j, A_j hi_j)`` above its bound) is told without DAQP: given
+meets (``sum_j min(A_j lo_j, A_j hi_j)`` above its bound by more than DAQP's primal
+tolerance) is told without DAQP: given
 soft rows and such a problem, DAQP 0.11 corrupted memory. The box holds
 the velocity, acceleration and position-bound limits, so the limiter that follows leaves
 the solution as it is. A QP with no solution (a pair entering the influence distance
@@ -78,6 +79,7 @@ TASK_REGULARIZATION = 1e-3  # mu of the objective (module docstring)
 _INF = 1e30
 _REVOLUTE = kernels.JOINT_REVOLUTE
 SOFT = 8        # DAQP's sense of a soft constraint
+PRIMAL_TOLERANCE = 1e-6  # DAQP's default primal tolerance: a row met within it is met
 
 
 @njit(cache=True, nogil=True)
@@ -360,7 +362,7 @@ class CollisionStage:
         # a braking row that no velocity of the box meets: no solution, and DAQP 0.11 given
         # soft rows on a problem whose hard part has none corrupted memory (module docstring)
         reach = np.minimum(A[m:] * lo, A[m:] * hi).sum(axis=1)
-        if np.any(reach > bound[m:]):
+        if np.any(reach > bound[m:] + PRIMAL_TOLERANCE):
             exitflag = -1
         else:
             sense = self._sense[:n + 2 * m]
