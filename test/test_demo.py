@@ -211,3 +211,20 @@ def test_demo_ctrl_c_stops_the_nodes(tmp_path):
         err.close()
     assert _demo_nodes() == []
     assert not (tmp_path / 'x.png').exists()
+
+
+def test_the_demos_twist_speed_reads_the_speed_kept_through_one_stall_and_catch_up():
+    """A 0.15 s stall and its catch-up leave the reading at the speed the arm keeps."""
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.uniform(0.002, 0.006, 200))  # joint_states stamps, jittered [s]
+    speed = 0.1  # [m/s]
+    x = speed * t
+    stall = (t > 0.3) & (t < 0.45)
+    x[stall] = speed * 0.3  # the arm stands, then catches up at once
+    P = np.column_stack([np.zeros_like(t), x, np.zeros_like(t)])
+    v = demo.chord_velocity(t, P, demo.TWIST_CHORD)
+    assert v[1] == pytest.approx(speed, rel=0.05)
+    # an arm moving twice as fast reads twice; samples spanning less than a chord: NaN
+    assert demo.chord_velocity(t, 2.0 * P, demo.TWIST_CHORD)[1] == pytest.approx(2 * speed,
+                                                                                 rel=0.05)
+    assert np.isnan(demo.chord_velocity(t[:5], P[:5], demo.TWIST_CHORD)).all()
