@@ -1001,10 +1001,17 @@ def test_wam_stops_when_the_robot_shuts_down_and_resumes_without_a_jump(own_wam)
     # falls silent even if this process lags behind the stream: after a 0.3 m move, the
     # arm had come to rest before the states stopped (ten-run), the last command was
     # then the approach's own window, and there was no stop to send
+    # at 0.4 of the velocity limits, and the signal sent only once this process sees the
+    # robot itself moving *now* (a state stamped within 50 ms of this process's clock): on
+    # CI the arm was once at rest by the time the robot fell silent (a process behind its
+    # queue had answered the wait with a command from a second before)
+    assert wam.set_parameter('limits.velocity_scale', 0.4).successful
     q_goal = robots.ready_pose('wam')
     q_goal[0] += 1.5
     wam.send_pose('tool', wam.model.frame_placements(q_goal)[0])
-    wam.commands.wait(lambda m: np.max(np.abs(m.points[0].velocities)) > 0.05, timeout=10.0)
+    clock = wam.ctx.node.get_clock()
+    wam.states.wait(lambda m: np.max(np.abs(m.velocity)) > 0.2
+                    and stamp_seconds(m) > 1e-9 * clock.now().nanoseconds - 0.05, timeout=10.0)
     wam.sim.proc.send_signal(signal.SIGINT)  # the robot shuts down and falls silent
     wam.ctx.spin_for(1.5)
     assert wam.sim.stop() == 0
