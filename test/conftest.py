@@ -5,9 +5,16 @@ Hypothesis runs derandomized by default: every run (CI's included) checks the sa
 examples, so a red run is reproducible and never a draw. Set ``HYPOTHESIS_PROFILE=explore``
 to search new examples (``make test HYPOTHESIS_PROFILE=explore``, several times before a
 release); what it finds goes into the tests as ``@example``s or fixes.
+
+Every test of a module that starts nodes or other processes, or talks DDS, is marked
+``nodes`` (:data:`NODE_MODULE`, read from the module's source). ``make test`` runs the
+others first on two pytest-xdist workers, then the ``nodes`` tests alone, one at a time:
+their real-time loops are measured against the robot's own clock and must not share the
+CPU with a second test.
 """
 
 import os
+import re
 
 from hypothesis import settings
 from ik_control import robots
@@ -17,6 +24,22 @@ import pytest
 settings.register_profile('default', derandomize=True)
 settings.register_profile('explore', derandomize=False)
 settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'default'))
+
+#: what in a test module's source says it starts nodes or processes, or talks DDS
+NODE_MODULE = re.compile(r'rclpy|ros_helpers|Bringup|NodeProcess|RosTestContext|subprocess|'
+                         r'start_nodes|test_ik_controller_node|launch')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``nodes`` every test of a module whose source matches :data:`NODE_MODULE`."""
+    starts_nodes = {}
+    for item in items:
+        path = str(item.path)
+        if path not in starts_nodes:
+            with open(path, encoding='utf-8') as f:
+                starts_nodes[path] = NODE_MODULE.search(f.read()) is not None
+        if starts_nodes[path]:
+            item.add_marker(pytest.mark.nodes)
 
 
 @pytest.fixture(scope='session', autouse=True)
