@@ -14,7 +14,8 @@ writes into one folder:
   joint's limit for both nodes (``limits.max_velocity``, ``max_velocity``) and a warning
   says so: the nodes never take a missing limit as 0 or as infinite;
 * ``NAME.srdf``, the allowed-collision matrix (:mod:`~ik_control.collision.acm`,
-  MoveIt's rules, the start pose as the default pose);
+  MoveIt's rules, the start pose as the default pose); an arm whose collision shapes are
+  meshes gets ``collision.convex_meshes: true`` and its matrix measured the same way;
 * ``NAME_controllers.yaml``, a ros2_control ``controller_manager`` file with a
   ``joint_trajectory_controller`` on the joints (position commands; position and
   velocity states), for a real robot or Gazebo.
@@ -139,8 +140,11 @@ def write(urdf_path, tips, out_dir, base=None, name=None, rate_hz=DEFAULT_RATE, 
         warnings.append(f'joints {[j for j, m in zip(joints, missing) if m]} have no velocity '
                         f'limit in the URDF: {DEFAULT_VELOCITY:g} rad/s (or m/s) written for '
                         "them (limits.max_velocity, max_velocity); edit it to your robot's")
-    result = acm.compute(model, samples=samples, seed=0, pose=q0,
-                         progress=progress)
+    # meshes as their hulls: coal's triangle meshes cost about a millisecond a tick on an
+    # arm of STL meshes (the Kinova's), the hulls' compiled GJK a fifth of one
+    convex = CollisionModel(model).meshes > 0
+    result = acm.compute(model, samples=samples, seed=0, pose=q0, progress=progress,
+                         convex=convex)
     srdf = os.path.join(out_dir, f'{name}.srdf')
     with open(srdf, 'w', encoding='utf-8') as stream:
         stream.write(acm.srdf_text(result, f'written by ik_control setup: {samples} samples, '
@@ -148,7 +152,8 @@ def write(urdf_path, tips, out_dir, base=None, name=None, rate_hz=DEFAULT_RATE, 
     controller = {
         'urdf_path': urdf_path, 'base_frame': base, 'end_effectors': list(tips),
         'end_effector_modes': ['pose'] * len(tips), 'joints': joints,
-        'rate_hz': float(rate_hz), 'collision': {'srdf_path': srdf}}
+        'rate_hz': float(rate_hz),
+        'collision': {'srdf_path': srdf, 'convex_meshes': bool(convex)}}
     sim = {'urdf_path': urdf_path, 'joints': joints,
            'initial_positions': [float(v) for v in q0], 'rate_hz': float(rate_hz),
            'collision_srdf_path': srdf}

@@ -99,7 +99,7 @@ def _collision_matrix(args):
         raise InputError(f'--pose needs {model.nq} values ({", ".join(model.joint_names)}), '
                          f'got {len(pose)}')
     result = acm.compute(model, samples=args.samples, seed=args.seed, pose=pose,
-                         never=args.never,
+                         never=args.never, convex=args.convex_meshes,
                          progress=lambda k, n: progress(f'{k}/{n} configurations sampled'))
     counts = {}
     for _, _, why in result.disabled:
@@ -289,6 +289,9 @@ def build_parser():
     acm.add_argument('--never', action='store_true',
                      help="also disable pairs never in contact in the samples (MoveIt's speed "
                           'option: a rare pose is still a real collision)')
+    acm.add_argument('--convex-meshes', action='store_true',
+                     help='measure meshes as their convex hulls, as the controller does with '
+                          'collision.convex_meshes: true')
     acm.set_defaults(func=_collision_matrix)
 
     arm = sub.add_parser('setup', help="the nodes' configuration of any arm from its URDF: "

@@ -17,8 +17,7 @@ import pinocchio as pin
 import pytest
 import yaml
 
-# (the Kinova Jaco 2 runs too, but its mesh shapes cost the collision stage ~1.7 ms a
-# tick here, and its test ~24 s of the suite: docs/any_urdf.md)
+# (the Kinova Jaco 2 runs too, but its test takes ~24 s of the suite: docs/any_urdf.md)
 TEST_ARMS = ('panda', 'ur5')
 GOALS = 2
 
@@ -39,7 +38,9 @@ def _goals(urdf, base, tip, params, count, seed):
     model = RobotModel.from_urdf(urdf, base_frame=base, end_effectors=[(tip, 'pose')])
     assert list(model.joint_names) == controller['joints']
     srdf = open(controller['collision']['srdf_path'], encoding='utf-8').read()
-    cm = CollisionModel(model, srdf=srdf)
+    # the arms' shapes are STL meshes: the file has the controller measure their hulls
+    assert controller['collision']['convex_meshes'] is True
+    cm = CollisionModel(model, srdf=srdf, convex=True)
     q0 = np.array(params['/**/sim_robot']['ros__parameters']['initial_positions'])
     rng = np.random.default_rng(seed)
     goals = []
@@ -142,6 +143,7 @@ def test_a_joint_without_a_velocity_limit_gets_one_written_and_a_warning(tmp_pat
     controller = params['/**/ik_controller']['ros__parameters']
     sim = params['/**/sim_robot']['ros__parameters']
     assert controller['joints'] == ['j1', 'j2']
+    assert controller['collision']['convex_meshes'] is False  # a box: no mesh to hull
     assert controller['limits']['max_velocity'] == [2.0, DEFAULT_VELOCITY]
     assert sim['max_velocity'] == [2.0, DEFAULT_VELOCITY]
     assert -1.0 <= sim['initial_positions'][0] <= 1.0

@@ -17,8 +17,10 @@ from ik_control.bench.reach import controller_config
 from ik_control.cli import main as cli_main
 from ik_control.collision import acm, gjk
 from ik_control.collision.model import CollisionModel, disabled_pairs_from_srdf
+from ik_control.collision.shapes import convex_hull
 from ik_control.control import limits
 from ik_control.control.collision_stage import CollisionStage
+from ik_control.control.config import ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.kinematics import RobotModel
 from ik_control.validation import InputError
@@ -57,8 +59,14 @@ def test_near_pairs_are_exactly_pinocchios_pairs_within_the_distance(seed, name)
         assert found[pair] == pytest.approx(dist, abs=1e-6)
 
 
-def _primitive(kind, size):
-    """Return a coal primitive of ``kind`` 0..3, sizes [m] from ``size`` (3 values)."""
+def _primitive(kind, size, rng):
+    """Return a coal shape of ``kind`` 0..4, sizes [m] from ``size`` (3 values)."""
+    if kind == 4:  # a mesh measured as its hull: 60 points in an ellipsoid's box
+        mesh = coal.BVHModelOBBRSS()
+        mesh.beginModel(0, 60)
+        mesh.addVertices(rng.uniform(-1.0, 1.0, (60, 3)) * size)
+        mesh.endModel()
+        return convex_hull(mesh)
     if kind == 0:
         return coal.Sphere(size[0])
     if kind == 1:
@@ -70,28 +78,24 @@ def _primitive(kind, size):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1))
-def test_compiled_distances_of_primitives_are_coals(seed):
+def test_compiled_distances_of_primitives_and_hulls_are_coals(seed):
     """GJK on the cores gives coal's distance and witness points; contacts go to coal."""
     rng = np.random.default_rng(seed)
     N = 40
-    geoms = [_primitive(k, s) for k, s in zip(rng.integers(0, 4, 2 * N),
-                                              rng.uniform(0.02, 0.3, (2 * N, 3)))]
+    geoms = [_primitive(k, s, rng) for k, s in zip(rng.integers(0, 5, 2 * N),
+                                                   rng.uniform(0.02, 0.3, (2 * N, 3)))]
     place = np.tile(np.eye(4), (2 * N, 1, 1))
     for g in range(2 * N):
         place[g, :3, :3] = np.linalg.qr(rng.normal(size=(3, 3)))[0]
         place[g, :3, 3] = rng.uniform(-0.4, 0.4, 3)
-    shapes = [gjk.primitive(g) for g in geoms]
-    kind = np.array([k for k, _, _ in shapes])
-    dims = np.array([d for _, d, _ in shapes])
-    margin = np.array([m for _, _, m in shapes])
     pairs = np.arange(2 * N).reshape(N, 2)
     d, pa, pb, n = np.zeros(N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3))
     left = np.zeros(N, dtype=np.int64)
-    count = gjk.measure_pairs(place, kind, dims, margin, pairs, np.arange(N), N, d, pa, pb, n,
-                              np.zeros((5, 4, 3)), left)
+    count = gjk.measure_pairs(place, *gjk.primitives(geoms), pairs, np.arange(N), N, d, pa, pb,
+                              n, np.zeros((5, 4, 3)), left)
     request, result = coal.DistanceRequest(), coal.DistanceResult()
     request.gjk_tolerance = 1e-10
-    measured = 0
+    measured = hulls = 0
     for i, (a, b) in enumerate(pairs):
         result.clear()
         exact = coal.distance(geoms[a], coal.Transform3s(place[a, :3, :3], place[a, :3, 3]),
@@ -101,11 +105,12 @@ def test_compiled_distances_of_primitives_are_coals(seed):
             assert exact < 1e-6  # only pairs in contact are left to coal
             continue
         measured += 1
+        hulls += isinstance(geoms[a], coal.ConvexBase) or isinstance(geoms[b], coal.ConvexBase)
         assert d[i] == pytest.approx(exact, abs=1e-7)
         assert np.linalg.norm(pb[i] - pa[i]) == pytest.approx(d[i], abs=1e-9)
         assert n[i] == pytest.approx((pb[i] - pa[i]) / d[i], abs=1e-9)
         assert d[i] > 0.0
-    assert measured > N // 2
+    assert measured > N // 2 and hulls > 0
 
 
 def test_srdf_pairs_are_not_checked_and_a_bad_srdf_is_one_clear_error():
@@ -146,6 +151,29 @@ def test_collision_matrix_of_an_arm_the_package_never_saw(tmp_path):
     assert defaults == touching and touching  # the Panda's hand touches its link 5 there
     # the meshes are measured: a Panda folded onto itself is in contact somewhere
     assert np.isfinite(cm.closest(model.center)[0])
+
+
+def test_convex_meshes_measure_an_arm_of_meshes_by_hulls_that_hold_them():
+    """``collision.convex_meshes``: the stage, the IK's check and eq. 19 take the hulls."""
+    urdf = example_robot_urdf(EXAMPLE_ARMS['panda'][0])
+    model = RobotModel.from_urdf(urdf, end_effectors=['panda_link8'])
+    controller = ResolvedRateController(model, ControllerConfig(collision_convex_meshes=True))
+    guard, meshes = controller.guard, CollisionModel(model)
+    assert meshes.meshes == 9  # the links' meshes; the fingers' pads are boxes
+    for cm in (guard.stage.cm, guard.check, controller.obstacles.shapes):  # SAM eq. 19's too
+        hulls = [isinstance(g, coal.ConvexBase) for g in cm.geometries]
+        assert sum(hulls) == meshes.meshes
+        assert np.all(cm._primitives[0][:cm.robot_count][hulls] == gjk.HULL)  # compiled GJK
+    gaps = []
+    for q in model.random_configurations(30, np.random.default_rng(1)):
+        hull, mesh = guard.check.closest(q)[0], meshes.closest(q)[0]
+        assert hull <= mesh + 1e-9  # a hull holds its mesh: never farther
+        gaps.append(mesh - hull)
+    assert max(gaps) > 1e-3  # and it is the hulls that were measured
+    # the same measure after a change of it: meshes again
+    controller.configure(ControllerConfig(collision_convex_meshes=False))
+    assert not any(isinstance(g, coal.ConvexBase) for g in controller.guard.check.geometries)
+    assert controller.guard.check.meshes == meshes.meshes
 
 
 def _srdf_rows(text):

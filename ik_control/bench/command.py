@@ -224,8 +224,9 @@ def add_parser(sub):
     s = bsub.add_parser('step', help='microseconds per control update vs pink')
     s.add_argument('--samples', type=int, default=20000)
     s.add_argument('--robot', action='append', metavar='ROBOT',
-                   help='bundled robot (wam, simon, simon_right_arm) or DH file (.yaml, e.g. '
-                        'config/robots/sam9.yaml); repeatable (default: wam and simon)')
+                   help='bundled robot (wam, simon, simon_right_arm), DH file (.yaml, e.g. '
+                        'config/robots/sam9.yaml) or arm of example-robot-data (panda, '
+                        'ur5, kinova, ...); repeatable (default: wam and simon)')
     _output_options(s, 'step')
     s.set_defaults(func=_bench_step)
 

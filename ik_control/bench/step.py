@@ -5,8 +5,12 @@ One update = forward kinematics, Jacobians, pose error, DLS with adaptive dampin
 joint-centering nullspace term (SAM eq. 16-18), for the WAM (tool, 6-D task, 7 joints)
 and SIMON (both hands, 12-D task, 16 joints) by default, or for any robot written as a
 DH file (``config/robots/sam9.yaml``: its tool, 6-D task, all joints, at the middle of
-the limits; :func:`ik_control.robots.load`). Peers on the same robot, configuration and
-target in the same process:
+the limits; :func:`ik_control.robots.load`), or an arm of example-robot-data by name
+(``panda``, ``kinova``, ...: its chain, at ``ik_control setup``'s start pose). With the
+URDF's collision shapes, the update followed by the collision stage too; where they are
+meshes, once with the meshes and once with their convex hulls
+(``collision.convex_meshes``). Peers on the same robot, configuration and target in the
+same process:
 
 * ``numpy+pinocchio``: ``computeFrameJacobian`` and placements through pinocchio's Python
   API, ``log3``, then the same DLS and nullspace in numpy -- the obvious implementation;
@@ -19,8 +23,8 @@ Each call is timed separately (``perf_counter_ns``); median and 99th percentile 
 import os
 import time
 
-from ik_control import robots
-from ik_control.bench import eq19_geometry
+from ik_control import arm_setup, robots
+from ik_control.bench import arms, eq19_geometry
 from ik_control.ik.solver import SolverConfig, VelocitySolver
 from ik_control.validation import InputError
 import numpy as np
@@ -122,23 +126,26 @@ def pink_update(model, q, T, samples):
     return _time(update, samples)
 
 
-def with_collision(model, q, T, samples):
+def with_collision(model, q, T, samples, convex=False):
     """
     Time our update followed by the collision stage.
 
-    Self pairs (the shipped SRDF) and three spheres of 10 cm diameter, centred 20 cm from
-    the hand frames (near the fingers, not touching them), the desired velocity toward
-    them.
+    Self pairs (the shipped SRDF; another arm's computed from 100 samples, as
+    ``ik_control collision-matrix`` does) and three spheres of 10 cm diameter, centred 20
+    cm from the hand frames (near the fingers, not touching them), the desired velocity
+    toward them. ``convex``: meshes measured as their convex hulls.
     """
+    from ik_control.collision import acm
     from ik_control.collision.model import CollisionModel
     from ik_control.control.collision_stage import CollisionStage
 
     solver = VelocitySolver(model, SolverConfig(centering_gain=0.01))
-    srdf = None
     if model.name in robots.SETUPS:
         with open(robots.data_path('config', f'{model.name}.srdf'), encoding='utf-8') as f:
             srdf = f.read()
-    cm = CollisionModel(model, srdf=srdf)
+    else:
+        srdf = acm.srdf_text(acm.compute(model, samples=100, pose=q, convex=convex))
+    cm = CollisionModel(model, srdf=srdf, convex=convex)
     hands = model.frame_placements(q)[:, :3, 3]
     spheres = []
     for k in range(3):
@@ -169,21 +176,43 @@ ROBOTS = ('wam', 'simon')
 
 def robot_label(robot):
     """Return the results key of ``robot``: the name, or the stem of a DH file."""
-    return robot if robot in robots.SETUPS else os.path.splitext(os.path.basename(robot))[0]
+    if robot in robots.SETUPS or robot in arms.EXAMPLE_ARMS:
+        return robot
+    return os.path.splitext(os.path.basename(robot))[0]
+
+
+def _load(robot):
+    """Return ``(model, q)``: a bundled robot or DH file, or an arm of example-robot-data."""
+    if robot in arms.EXAMPLE_ARMS:
+        model = arms.load_model(arms.bench_robot(robot))
+        return model, arm_setup.start_pose(model)
+    return robots.load(robot)
+
+
+def _collision_peers(model):
+    """Return the rows with the collision stage: the URDF's shapes, their hulls if meshes."""
+    if getattr(model, 'urdf_xml', None) is None:
+        return ()
+    from ik_control.collision.model import CollisionModel
+
+    rows = (('ik_control+collision', with_collision),)
+    if CollisionModel(model).meshes:
+        rows += (('ik_control+collision (hulls)',
+                  lambda *args: with_collision(*args, convex=True)),)
+    return rows
 
 
 def run(samples=20000, robot_names=ROBOTS, progress=None):
-    """Time every implementation on every robot (bundled name or DH file); JSON-ready dict."""
+    """Time every implementation on every robot (bundled, DH file, example arm); a dict."""
     results = {'samples': samples, 'robots': {}}
     for robot in robot_names:
-        model, q = robots.load(robot)
+        model, q = _load(robot)
         name = robot_label(robot)
         if name in results['robots']:
             raise InputError(f"robot '{name}' given twice")
         T = _targets(model, q)
         entry = {'joints': model.nq, 'task_rows': model.task_dim, 'implementations': {}}
-        peers = PEERS + ((('ik_control+collision', with_collision),)
-                         if getattr(model, 'urdf_xml', None) else ())
+        peers = PEERS + _collision_peers(model)
         for label, fn in peers:
             n = samples if label == 'ik_control' else max(2000, samples // 10)
             entry['implementations'][label] = _stats(fn(model, q, T, n))
@@ -201,11 +230,11 @@ def run(samples=20000, robot_names=ROBOTS, progress=None):
 def table(results):
     """Text table of :func:`run`'s results."""
     w = max([8] + [len(name) + 2 for name in results['robots']])
-    lines = [f"{'robot':<{w}}{'implementation':<22}{'median us':>10}{'p99 us':>10}"
+    lines = [f"{'robot':<{w}}{'implementation':<30}{'median us':>10}{'p99 us':>10}"
              f"{'ik_control faster':>19}"]
     for name, entry in results['robots'].items():
         for label, r in entry['implementations'].items():
-            lines.append(f"{name:<{w}}{label:<22}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
+            lines.append(f"{name:<{w}}{label:<30}{r['median_us']:>10.2f}{r['p99_us']:>10.2f}"
                          f"{r['speedup_of_ik_control']:>18.1f}x")
     for name, entry in results['robots'].items():
         if 'eq19_geometry' in entry:

@@ -53,14 +53,15 @@ DEFAULT_PADDING = 0.01  # [m] nearer than this counts as contact (module docstri
 
 
 def compute(model, samples=DEFAULT_SAMPLES, seed=0, pose=None, never=False,
-            progress=None, padding=DEFAULT_PADDING):
+            progress=None, padding=DEFAULT_PADDING, convex=False):
     """
     Compute the allowed-collision matrix of ``model`` (module docstring).
 
     ``pose``: the default pose (controlled joints; default :func:`default_pose`);
-    ``progress(done, total)`` is called every 100 samples.
+    ``progress(done, total)`` is called every 100 samples; ``convex``: meshes measured as
+    their convex hulls, as the controller measures them with ``collision.convex_meshes``.
     """
-    cm = CollisionModel(model)
+    cm = CollisionModel(model, convex=convex)
     links = cm.links
     pairs = cm.relevant_self_pairs()
     by_links = {}

@@ -18,46 +18,72 @@ combination of the simplex's support points on ``A`` and on ``B``.
 
 Support points in the shape's frame, for a direction ``u``: box ``sign(u) * half``;
 cylinder (axis z) ``(r u_xy / |u_xy|, sign(u_z) h)``; segment ``(0, 0, sign(u_z) h)``;
-point 0. Pairs whose cores touch or overlap (a penetration depth, which GJK does not
-give) and shapes of other kinds (meshes) are left to coal: their rows are returned.
+point 0; a convex hull (a mesh measured as its hull) its vertex ``argmax_k u . p_k``.
+Pairs whose cores touch or overlap (a penetration depth, which GJK does not give) and
+shapes of other kinds (triangle meshes) are left to coal: their rows are returned.
 """
 
 from numba import njit
 import numpy as np
 
-__all__ = ['POINT', 'SEGMENT', 'BOX', 'CYLINDER', 'OTHER', 'primitive', 'measure_pairs']
+__all__ = ['POINT', 'SEGMENT', 'BOX', 'CYLINDER', 'HULL', 'OTHER', 'primitive', 'primitives',
+           'measure_pairs']
 
-POINT, SEGMENT, BOX, CYLINDER, OTHER = 0, 1, 2, 3, -1
+POINT, SEGMENT, BOX, CYLINDER, HULL, OTHER = 0, 1, 2, 3, 4, -1
 MAX_ITERATIONS = 64
 TOLERANCE = 1e-8             # [m] GJK stops when |v| is within this of the distance
 TOUCHING = 1e-9              # [m] cores nearer than this are measured by coal
 
 
+_NO_POINTS = np.zeros((0, 3))
+
+
 def primitive(geometry):
     """
-    Return ``(kind, dims, margin)`` of a coal geometry for :func:`measure_pairs`.
+    Return ``(kind, dims, margin, points)`` of a coal geometry for :func:`measure_pairs`.
 
     ``dims`` [m]: a box's half sides; a cylinder's radius and half length; a capsule's
-    half length (in ``dims[0]``). Other geometries are :data:`OTHER` (measured by coal).
+    half length (in ``dims[0]``). ``points`` (k, 3) [m]: a convex hull's (``coal.Convex``)
+    vertices in its frame, else none. Other geometries are :data:`OTHER` (measured by
+    coal).
     """
     name = type(geometry).__name__
     dims = np.zeros(3)
     if name == 'Sphere':
-        return POINT, dims, float(geometry.radius)
+        return POINT, dims, float(geometry.radius), _NO_POINTS
     if name == 'Capsule':
         dims[0] = geometry.halfLength
-        return SEGMENT, dims, float(geometry.radius)
+        return SEGMENT, dims, float(geometry.radius), _NO_POINTS
     if name == 'Box':
         dims[:] = geometry.halfSide
-        return BOX, dims, 0.0
+        return BOX, dims, 0.0, _NO_POINTS
     if name == 'Cylinder':
         dims[0], dims[1] = geometry.radius, geometry.halfLength
-        return CYLINDER, dims, 0.0
-    return OTHER, dims, 0.0
+        return CYLINDER, dims, 0.0, _NO_POINTS
+    if name.startswith('Convex'):
+        return HULL, dims, 0.0, np.asarray(geometry.points(), dtype=float).reshape(-1, 3)
+    return OTHER, dims, 0.0, _NO_POINTS
+
+
+def primitives(geometries):
+    """
+    Return the arrays :func:`measure_pairs` takes for ``geometries``, in their order.
+
+    ``(kind (G,), dims (G, 3), margin (G,), points (V, 3), span (G, 2))``: the
+    :func:`primitive` of each, the hulls' vertices stacked, ``span[g]`` the first row and
+    the count of shape ``g``'s vertices in ``points``.
+    """
+    shapes = [primitive(g) for g in geometries]
+    counts = np.array([len(s[3]) for s in shapes], dtype=np.int64)
+    span = np.column_stack([np.cumsum(counts) - counts, counts]).reshape(-1, 2)
+    return (np.array([s[0] for s in shapes], dtype=np.int64),
+            np.array([s[1] for s in shapes]).reshape(-1, 3),
+            np.array([s[2] for s in shapes], dtype=float),
+            np.concatenate([_NO_POINTS] + [s[3] for s in shapes]), span)
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _support(place, g, kind, dims, ux, uy, uz, out, i):
+def _support(place, g, kind, dims, points, span, ux, uy, uz, out, i):
     """Write the support point of core ``g`` (placed by ``place[g]``) along ``u`` to out[i]."""
     # direction in the shape's frame: R^T u
     lx = place[g, 0, 0] * ux + place[g, 1, 0] * uy + place[g, 2, 0] * uz
@@ -77,6 +103,14 @@ def _support(place, g, kind, dims, ux, uy, uz, out, i):
         sz = dims[g, 1] if lz >= 0.0 else -dims[g, 1]
     elif k == SEGMENT:
         sz = dims[g, 0] if lz >= 0.0 else -dims[g, 0]
+    elif k == HULL:
+        first = span[g, 0]
+        best, top = -np.inf, first
+        for v in range(first, first + span[g, 1]):
+            along = points[v, 0] * lx + points[v, 1] * ly + points[v, 2] * lz
+            if along > best:
+                best, top = along, v
+        sx, sy, sz = points[top, 0], points[top, 1], points[top, 2]
     for r in range(3):
         out[i, r] = (place[g, r, 0] * sx + place[g, r, 1] * sy + place[g, r, 2] * sz
                      + place[g, r, 3])
@@ -191,7 +225,7 @@ def _weights(w, size, lam, trial):
 
 
 @njit(cache=True, nogil=True)
-def _core_distance(place, kind, dims, a, b, s, out_a, out_b):
+def _core_distance(place, kind, dims, points, span, a, b, s, out_a, out_b):
     """
     Return the GJK distance [m] of the cores of shapes ``a`` and ``b``, or -1 if they touch.
 
@@ -208,8 +242,8 @@ def _core_distance(place, kind, dims, a, b, s, out_a, out_b):
     size = 0
     vv = np.inf
     for _ in range(MAX_ITERATIONS):
-        _support(place, a, kind, dims, -vx, -vy, -vz, wa, size)
-        _support(place, b, kind, dims, vx, vy, vz, wb, size)
+        _support(place, a, kind, dims, points, span, -vx, -vy, -vz, wa, size)
+        _support(place, b, kind, dims, points, span, vx, vy, vz, wb, size)
         for r in range(3):
             w[size, r] = wa[size, r] - wb[size, r]
         vw = vx * w[size, 0] + vy * w[size, 1] + vz * w[size, 2]
@@ -250,14 +284,15 @@ def _core_distance(place, kind, dims, a, b, s, out_a, out_b):
 
 
 @njit(cache=True, nogil=True)
-def measure_pairs(place, kind, dims, margin, pairs, rows, count, distance, point_a,
-                  point_b, normal, scratch, left):
+def measure_pairs(place, kind, dims, margin, points, span, pairs, rows, count, distance,
+                  point_a, point_b, normal, scratch, left):
     """
     Measure the pairs ``pairs[rows[i]]``, ``i < count``, into row ``i`` of the outputs.
 
     Row ``i`` of ``distance`` [m], ``point_a``, ``point_b`` and ``normal`` (module
-    docstring). Returns how many of them are left to coal (a kind it does not know, or
-    shapes in contact); their ``i`` go to ``left``.
+    docstring); ``kind`` to ``span``: :func:`primitives`. Returns how many of them are
+    left to coal (a kind it does not know, or shapes in contact); their ``i`` go to
+    ``left``.
     """
     n_left = 0
     for i in range(count):
@@ -266,7 +301,8 @@ def measure_pairs(place, kind, dims, margin, pairs, rows, count, distance, point
             left[n_left] = i
             n_left += 1
             continue
-        core = _core_distance(place, kind, dims, a, b, scratch, point_a[i], point_b[i])
+        core = _core_distance(place, kind, dims, points, span, a, b, scratch, point_a[i],
+                              point_b[i])
         if core <= TOUCHING:
             left[n_left] = i
             n_left += 1

@@ -151,8 +151,8 @@ def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, la
 
 @njit(cache=True, nogil=True)
 def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never, zeros, place,
-                candidates, kind, dims, margin, distance, point_a, point_b, normal, scratch,
-                left):
+                candidates, kind, dims, margin, points, span, distance, point_a, point_b,
+                normal, scratch, left):
     """
     Whether a pair is within ``within[k]`` [m]: 1 yes, 0 no, ``-m``: ask coal about ``m`` rows.
 
@@ -166,8 +166,8 @@ def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never
                     zeros, place, candidates)
     if count == 0:
         return 0
-    n_left = gjk.measure_pairs(place, kind, dims, margin, pairs, candidates, count, distance,
-                               point_a, point_b, normal, scratch, left)
+    n_left = gjk.measure_pairs(place, kind, dims, margin, points, span, pairs, candidates,
+                               count, distance, point_a, point_b, normal, scratch, left)
     meshes = 0
     for i in range(n_left):
         row = left[i]
@@ -221,6 +221,7 @@ class CollisionModel:
         self.robot_count = len(objects)
         self.names = [g.name for g in objects]
         self.links = [pm.frames[g.parentFrame].name for g in objects]
+        self.meshes = sum(type(g.geometry).__name__.startswith('BVHModel') for g in objects)
         self.geometries = [convex_hull(g.geometry) if convex else g.geometry for g in objects]
         joint = np.array([g.parentJoint - 1 for g in objects], dtype=np.int64)
         local = np.array([g.placement.homogeneous for g in objects]).reshape(-1, 4, 4)
@@ -320,10 +321,7 @@ class CollisionModel:
         self._place = np.zeros((G, 4, 4))
         self._candidates = np.zeros(P, dtype=np.int64)
         self._transforms = [coal.Transform3s() for _ in range(G)]
-        shapes = [gjk.primitive(g) for g in self._geoms]
-        self._primitives = (np.array([k for k, _, _ in shapes], dtype=np.int64),
-                            np.array([d for _, d, _ in shapes]).reshape(-1, 3),
-                            np.array([m for _, _, m in shapes], dtype=float))
+        self._primitives = gjk.primitives(self._geoms)
         self._scratch = np.zeros((5, 4, 3))
         self._left = np.zeros(P, dtype=np.int64)
         self.distance = np.zeros(P)          # per candidate row, see near_pairs
@@ -403,10 +401,9 @@ class CollisionModel:
         if count == 0:
             return 0
         out_d, point_a, point_b, normal = self.distance, self.point_a, self.point_b, self.normal
-        kind, dims, margin = self._primitives
-        left = gjk.measure_pairs(self._place, kind, dims, margin, self.pairs, self._candidates,
-                                 count, out_d, point_a, point_b, normal, self._scratch,
-                                 self._left)
+        left = gjk.measure_pairs(self._place, *self._primitives, self.pairs,
+                                 self._candidates, count, out_d, point_a, point_b, normal,
+                                 self._scratch, self._left)
         if left:
             self._measure_with_coal(self._left[:left].tolist())
         self.pair_index[:count] = self._candidates[:count]
@@ -424,10 +421,9 @@ class CollisionModel:
         for the planner's checks, in one compiled call (:func:`_any_within`); only meshes
         go to coal.
         """
-        kind, dims, margin = self._primitives
         found = _any_within(joint_T, self._joint, self._local, self._centre, self._radius,
                             self.pairs, within, self._never, self._zeros, self._place,
-                            self._candidates, kind, dims, margin, self.distance, self.point_a,
+                            self._candidates, *self._primitives, self.distance, self.point_a,
                             self.point_b, self.normal, self._scratch, self._left)
         if found >= 0:
             return found == 1

@@ -24,13 +24,14 @@ def configure(old, model, config, events):
     Return the guard for ``config`` (``old`` re-parameterised where it fits), or None.
 
     None where ``collision_enabled`` is off or the model has no URDF (a DH robot). A new
-    SRDF builds a new guard, which keeps ``old``'s scene.
+    SRDF or mesh measure builds a new guard, which keeps ``old``'s scene.
     """
     if not config.collision_enabled or getattr(model, 'urdf_xml', None) is None:
         return None
     guard = old
-    if old is None or old.srdf != config.collision_srdf:
-        guard = CollisionGuard(model, config.collision_srdf, events)
+    convex = config.collision_convex_meshes
+    if old is None or old.srdf != config.collision_srdf or old.convex != convex:
+        guard = CollisionGuard(model, config.collision_srdf, events, convex)
         guard.set_scene(old.stage.cm.scene if old is not None else [])
         guard.limited_since = old.limited_since if old is not None else None
     stage = guard.stage
@@ -40,17 +41,17 @@ def configure(old, model, config, events):
     return guard
 
 
-def eq19_shapes(model):
+def eq19_shapes(model, convex=False):
     """
     Return the URDF's collision shapes for SAM eq. 19's term, or None (capsules).
 
     A robot from a URDF with ``<collision>`` shapes is measured by them (scene pairs
-    only); a robot from a DH table, or a URDF without shapes, by the capsules of
-    ``obstacles.link_radius`` around its joint origins.
+    only; ``convex``: meshes as their hulls); a robot from a DH table, or a URDF without
+    shapes, by the capsules of ``obstacles.link_radius`` around its joint origins.
     """
     if getattr(model, 'urdf_xml', None) is None:
         return None
-    shapes = CollisionModel(model, self_pairs=False)
+    shapes = CollisionModel(model, self_pairs=False, convex=convex)
     return shapes if shapes.robot_count else None
 
 
@@ -60,19 +61,21 @@ class CollisionGuard:
 
     ``srdf``: the SRDF's XML ('' = none: the pairs in contact at the first state are
     left out, :meth:`allow_start_contacts`); ``events``: the controller's
-    :class:`~ik_control.control.goal_state.EventQueue`.
+    :class:`~ik_control.control.goal_state.EventQueue`; ``convex``: meshes measured as
+    their convex hulls (:class:`~ik_control.collision.model.CollisionModel`).
     """
 
-    def __init__(self, model, srdf, events):
-        cm = CollisionModel(model, srdf=srdf or None)
+    def __init__(self, model, srdf, events, convex=False):
+        cm = CollisionModel(model, srdf=srdf or None, convex=convex)
         if cm.robot_count == 0:
             events.post('collision_no_shapes', 'warn', 'the URDF has no <collision> shapes: '
                         'the collision stage has nothing to check (scene obstacles need '
                         'robot shapes too)')
         self.stage = CollisionStage(model, cm)
-        self.srdf = srdf
+        self.srdf, self.convex = srdf, convex
         self.events = events
-        self.check = CollisionModel(model, srdf=srdf or None)  # the IK thread's own copy
+        # the IK thread's own copy
+        self.check = CollisionModel(model, srdf=srdf or None, convex=convex)
         self.allow_start = not srdf  # the first state's contacts are still to be allowed
         self.limited_since = None  # since when the stage bounds the motion [s], or None
 

@@ -40,6 +40,7 @@ class ControllerConfig:
     # apart from each other and from the obstacles
     collision_enabled: bool = True
     collision_srdf: str = ''                # SRDF XML: pairs not checked; '' = see docs
+    collision_convex_meshes: bool = False   # meshes measured as their convex hulls
     collision_security_distance: float = 0.01  # no checked pair comes nearer [m]
     collision_influence_distance: float = 0.05  # pairs nearer than this are bounded [m]
     collision_gain: float = 10.0            # damper rate xi: approach <= xi (d - d_s) [1/s]

@@ -124,7 +124,7 @@ class ResolvedRateController(GoalInputs):
         self.ne = len(model.end_effectors)
         self.config = None
         self.solver = VelocitySolver(model, SolverConfig())
-        self.obstacles = ObstacleAvoidance(model, shapes=collision_guard.eq19_shapes(model))
+        self.obstacles = ObstacleAvoidance(model)  # its shapes: _configure_collision
         self.guard = None  # the collision checks (CollisionGuard), when enabled
         self.events = EventQueue()  # transitions for the node to log
         n = self.nq
@@ -219,7 +219,18 @@ class ResolvedRateController(GoalInputs):
         self.config = config
 
     def _configure_collision(self, config):
-        """Build, re-parameterise or drop the collision checks (``collision_*`` settings)."""
+        """
+        Build, re-parameterise or drop the collision checks (``collision_*`` settings).
+
+        SAM eq. 19's term measures the links by the same shapes as the stage: meshes or,
+        with ``collision_convex_meshes``, their hulls (its obstacles kept).
+        """
+        convex = config.collision_convex_meshes
+        if self.config is None or self.config.collision_convex_meshes != convex:
+            shapes = collision_guard.eq19_shapes(self.model, convex)
+            if shapes is not None and self.obstacles.shapes is not None:
+                shapes.set_scene(self.obstacles.shapes.scene)
+            self.obstacles.shapes = shapes
         self.guard = collision_guard.configure(self.guard, self.model, config, self.events)
         self.fallback.accept = self.guard.accept if self.guard is not None else None
         if hasattr(self, 'referee'):
