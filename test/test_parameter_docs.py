@@ -66,3 +66,47 @@ def test_the_row_gives_the_nodes_default_description_range_and_run_time(name):
     else:
         lo, hi = (float(x) for x in value_range.split(' .. '))
         assert math.isclose(lo, p.lo) and math.isclose(hi, p.hi)
+
+
+#: configuration fields no parameter sets: the node's own unreachable rule, the solver's
+#: per-update gain (solver.gain is the controller's rate K), and the solver's settings
+#: that only the benchmarks and the command line reach
+NOT_PARAMETERS = {'unreachable_time', 'solver', 'solver.gain', 'solver.pinv_threshold',
+                  'solver.sdls_gamma_max', 'solver.max_joint_step'}
+
+
+def _other_value(param):
+    """Return a value of ``param``'s type, inside its range, unlike its default."""
+    if isinstance(param.default, bool):
+        return not param.default
+    if isinstance(param.default, (int, float)) and param.lo is not None:
+        value = param.lo + 0.37 * (param.hi - param.lo)
+        return type(param.default)(value if value != param.default else param.hi)
+    if isinstance(param.default, str):
+        return param.default + '_other'
+    return [0.25, 0.5]
+
+
+def test_each_setting_is_one_parameter_whose_value_reaches_its_field():
+    """Every configuration field is one parameter's (or named here); its value lands there."""
+    from dataclasses import fields
+
+    from ik_control.control.config import ControllerConfig
+    from ik_control.ik.solver import SolverConfig
+
+    declared = [p.field for p in node.PARAMETERS.values() if p.field]
+    assert len(declared) == len(set(declared))
+    known = ({f.name for f in fields(ControllerConfig)}
+             | {f'solver.{f.name}' for f in fields(SolverConfig)})
+    assert set(declared) | NOT_PARAMETERS == known
+    defaults = {name: ([] if p.default.__class__.__name__ == 'Type' else p.default)
+                for name, p in node.PARAMETERS.items()}
+    for name, param in node.PARAMETERS.items():
+        if param.field is None or param.convert is not None:
+            continue
+        values = dict(defaults, **{name: _other_value(param)})
+        config = node.controller_config(values)
+        where = config.solver if param.field.startswith('solver.') else config
+        got = getattr(where, param.field.split('.')[-1])
+        want = values[name]
+        assert got == (tuple(want) if isinstance(want, list) else want), name

@@ -1,9 +1,10 @@
 """
 The ``ik_controller`` node's parameters, and what they are turned into.
 
-:data:`PARAMETERS` declares each one (default from the :class:`ControllerConfig` and
-:class:`SolverConfig` dataclasses, the one source of defaults; description with units;
-range; whether it may change at run time), as MoveIt Servo's parameter file does; the
+:data:`PARAMETERS` declares each one (description with units; range; whether it may
+change at run time), as MoveIt Servo's parameter file does; one that configures the
+controller names its :class:`ControllerConfig` field (:func:`_setting`), whose dataclass
+default is its default and which :func:`controller_config` fills; the
 README's table is checked against it (test_parameter_docs) and config/*.yaml name the same
 parameters (test_launch_files). :func:`controller_config`, :func:`load_model` and
 :func:`fixed_obstacles` turn the values into the controller's configuration, its robot
@@ -11,11 +12,11 @@ model and its fixed obstacles; a bad value is an :class:`InputError` or a
 :class:`StartupError` with a clear message.
 """
 
+from dataclasses import replace
 import os
 
 from ik_control.control.config import ControllerConfig
 from ik_control.ik.obstacles import MAX_OBSTACLES
-from ik_control.ik.solver import SolverConfig
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import robot_description
 from ik_control.planning.obstacles import obstacles_from_yaml
@@ -31,209 +32,9 @@ LOOP_MODES = ('synchronized', 'on_joint_states', 'timer')
 COMMAND_INTERFACES = {'trajectory': 'joint_trajectory_controller/joint_trajectory',
                       'position': 'forward_position_controller/commands',
                       'velocity': 'forward_velocity_controller/commands'}
-_S = SolverConfig()
 _C = ControllerConfig()
 _ARR_STR = Parameter.Type.STRING_ARRAY
 _ARR_DBL = Parameter.Type.DOUBLE_ARRAY
-
-PARAMETERS = {
-    'robot_description': Param('', 'URDF XML of the robot; if empty, urdf_path is read.'),
-    'urdf_path': Param('', 'URDF file, or a DH table file (.yaml, see config/robots), used '
-                           'when robot_description is empty.'),
-    'base_frame': Param('', 'Frame of targets and commands (REP 105 base_link); empty = '
-                            'the URDF root. No controlled joint may move it.'),
-    'end_effectors': Param(_ARR_STR, 'End-effector frames of the URDF, one task each.'),
-    'end_effector_modes': Param(_ARR_STR, "Per end effector 'pose' (6-D) or 'position' "
-                                          "(3-D); empty = all 'pose'."),
-    'joints': Param(_ARR_STR, 'Controlled joints, in command order; empty = the chain from '
-                              'base_frame to the end effectors (other joints locked; '
-                              'continuous joints unwrapped to +-2 pi or their URDF limits).'),
-    'rate_hz': Param(500.0, 'Control rate [Hz].', 1.0, 5000.0),
-    'command_interface': Param('trajectory', "Command stream: 'trajectory' (stamped "
-                               'trajectory_msgs/JointTrajectory windows for '
-                               "joint_trajectory_controller), 'position' or 'velocity' "
-                               '(std_msgs/Float64MultiArray for the forward command '
-                               'controllers).'),
-    'output_topic': Param('', "Topic of the commands; empty = the controller's default for "
-                              'command_interface: joint_trajectory_controller/'
-                              'joint_trajectory, forward_position_controller/commands or '
-                              'forward_velocity_controller/commands.'),
-    'max_expected_latency': Param(_C.max_expected_latency, 'How far ahead each trajectory '
-                                  'command commits the path (stamped points for every tick '
-                                  'in it, then braking to rest): a command delivered up to '
-                                  'this late is followed without a jump [s]; 0 = the '
-                                  'one-point, stamp-zero format (unsafe when the transport '
-                                  'delays or bunches messages).', 0.0, 1.0),
-    'loop': Param('synchronized', "Tick scheduling: 'synchronized' (ticks at rate_hz on the "
-                                  'own clock, phase-locked to arrive just after each '
-                                  'joint_states message; under use_sim_time as '
-                                  "'on_joint_states'), 'on_joint_states' (a tick per "
-                                  'joint_states message, at the latest 1.5 periods after the '
-                                  "last) or 'timer' (an rclpy timer at rate_hz)."),
-    'realtime_priority': Param(0, 'SCHED_FIFO priority of the loop (1-98; needs '
-                                  'CAP_SYS_NICE or an rtprio limit); 0 = normal scheduling.',
-                               0, 98),
-    'busy_wait': Param(2e-4, 'Time before each tick spent polling the clock instead of '
-                             'sleeping (sleep wakes late, and a sleeping core runs the '
-                             'next tick from cold caches) [s]; at or above 1/rate_hz the '
-                             'loop never sleeps and keeps one core busy.', 0.0, 1.0),
-    'statistics_file': Param('', 'If set, the loop statistics (tick start, compute time and '
-                                 'its parts input, update and publish, joint_states age; s) '
-                                 'are written to this .npz file at shutdown (used by '
-                                 'ik_control bench loop).'),
-    'joint_state_timeout': Param(_C.joint_state_timeout, 'joint_states older than this '
-                                 'stop the arm [s].', 0.001, 10.0, True),
-    'twist_timeout': Param(_C.twist_timeout, 'A target_twist is followed for this long '
-                           'after it arrives, then the arm decelerates [s].', 0.001, 10.0,
-                           True),
-    'reseed_tolerance': Param(_C.reseed_tolerance, 'Measured and commanded positions '
-                              'further apart than this restart integration from the '
-                              'measurement [rad].', 1e-4, 3.2, True),
-    'diagnostics_rate': Param(2.0, 'Rate of /diagnostics messages [Hz].', 0.1, 100.0),
-    'solver.method': Param(_S.method, 'Velocity law: transpose, pseudoinverse, dls, '
-                           'dls_svd or sdls.', dynamic=True),
-    'solver.gain': Param(_C.gain, 'Convergence rate K of q_dot = J^# K e [1/s].',
-                         0.01, 1000.0, True),
-    'solver.damping': Param(_S.damping, 'Always-on DLS damping lambda_0 [m].', 0.0, 10.0,
-                            True),
-    'solver.adaptive_damping': Param(_S.adaptive_damping, 'Raise damping as the smallest '
-                                     'singular value falls below singular_epsilon.',
-                                     dynamic=True),
-    'solver.damping_max': Param(_S.damping_max, 'Damping added at a singularity [m].', 0.0, 10.0,
-                                True),
-    'solver.singular_epsilon': Param(_S.singular_epsilon, 'Smallest singular value below '
-                                     'which damping grows [m/rad].', 1e-6, 10.0, True),
-    'solver.clamp_error': Param(0.1, "ClampMag D_max on each effector's position error "
-                                '(bounds Cartesian speed to gain * D_max) [m].', 0.0, 10.0,
-                                True),
-    'solver.clamp_error_rotation': Param(0.5, "Bound on each effector's rotation error "
-                                         '[rad].', 0.0, 3.2, True),
-    'solver.adaptive_clamp': Param(_S.adaptive_clamp, "Buss's per-effector D_max after "
-                                   'target jumps.', dynamic=True),
-    'solver.orientation_weight': Param(_S.orientation_weight, 'Weight of rotation errors '
-                                       'against position errors [m/rad].', 0.0, 100.0,
-                                       True),
-    'solver.error_mode': Param(_S.error_mode, 'Pose error: log3, se3 or axis_cross (SAM '
-                               'eq. 21; sam is its deprecated alias).', dynamic=True),
-    'solver.alternate_jacobian': Param(_S.alternate_jacobian, "Buss's Jacobian at the "
-                                       'target positions.', dynamic=True),
-    'nullspace.centering_gain': Param(0.0, 'Joint-centering gain alpha (SAM eq. 17-18): '
-                                      'joint speed -alpha grad H [rad^2/s].', 0.0, 10.0, True),
-    'nullspace.manipulability_gain': Param(0.0, 'Manipulability-gradient gain: joint speed '
-                                           'alpha grad w [1/s per unit of grad w].', 0.0,
-                                           10.0, True),
-    'limits.position_margin': Param(_C.position_margin, 'Distance kept from each joint '
-                                    'limit [rad or m].', 0.0, 1.0, True),
-    'limits.velocity_scale': Param(_C.velocity_scale, 'Fraction of the URDF velocity '
-                                   'limits used [-].', 0.001, 1.0, True),
-    'limits.max_velocity': Param(_ARR_DBL, 'Joint velocity limits, one or one per joint; '
-                                           'empty = URDF limits [rad/s].', dynamic=True),
-    'limits.max_acceleration': Param([10.0], 'Joint acceleration limits, one or one per '
-                                             'joint [rad/s^2].', dynamic=True),
-    'obstacles.fixed': Param('[]', 'Fixed obstacles, a YAML list of {name, type (box, '
-                             'sphere, cylinder), size, position, rpy} in the base frame '
-                             "[m, rad] (as jt_rrt_planner's); avoided with those from "
-                             '~/obstacles.'),
-    'obstacles.influence_distance': Param(_C.obstacle_influence, 'Clearance between the '
-                                          "arm's links (its URDF shapes, or capsules) and "
-                                          'an obstacle below which the arm moves away (SAM '
-                                          'eq. 19) [m].', 0.0, 2.0, True),
-    'obstacles.gain': Param(_C.obstacle_gain, 'Escape speed per metre of clearance missing '
-                            '[1/s].', 0.0, 100.0, True),
-    'obstacles.link_radius': Param(_C.link_radius, "Radius of the capsules around the arm's "
-                                   'links (joint origin to joint origin) that SAM eq. 19 '
-                                   'measures on a robot from a DH table or a URDF without '
-                                   "<collision> shapes; a URDF's shapes are used where it "
-                                   'has them [m].', 0.0, 1.0, True),
-    'collision.enabled': Param(_C.collision_enabled, "Keep the URDF's collision shapes at "
-                               'least collision.security_distance apart (self pairs and '
-                               'obstacles), whatever the goal asks.', dynamic=True),
-    'collision.srdf_path': Param('', 'SRDF whose <disable_collisions> pairs are not checked '
-                                 '(ik_control collision-matrix writes one); a relative path '
-                                 'is looked up in the current directory, then in the package; '
-                                 'empty = pairs in contact at the first state are not '
-                                 'checked.'),
-    'collision.convex_meshes': Param(_C.collision_convex_meshes, 'Measure mesh collision '
-                                     'shapes as their convex hulls (compiled GJK: tens '
-                                     'of microseconds a pair, a concave link counted with '
-                                     'its hollows filled) instead of as triangle meshes '
-                                     '(coal BVH: exact, but about a millisecond a tick on '
-                                     'an arm of STL meshes).'),
-    'collision.security_distance': Param(_C.collision_security_distance, 'No checked pair '
-                                         'is commanded nearer than this, braking tail '
-                                         'included [m].', 0.0, 0.5, True),
-    'collision.influence_distance': Param(_C.collision_influence_distance, 'Pairs nearer '
-                                          'than this have their approach speed bounded [m].',
-                                          0.001, 1.0, True),
-    'collision.gain': Param(_C.collision_gain, 'Velocity damper rate xi: a pair approaches '
-                            'at most at xi (d - security_distance) [1/s].', 0.01, 1000.0,
-                            True),
-    'goal.position_tolerance': Param(_C.goal_position_tolerance, 'goal_reached within '
-                                     'this position error [m].', 1e-6, 1.0, True),
-    'goal.orientation_tolerance': Param(_C.goal_orientation_tolerance, 'goal_reached '
-                                        'within this rotation error [rad].', 1e-6, 3.2,
-                                        True),
-    'fallback.strategy': Param(_C.fallback_strategy, 'When the Cartesian law stalls on a '
-                               'goal, the position IK is asked for a configuration: joint '
-                               '(joint-space approach, then Cartesian), posture (pulled '
-                               'toward it in the nullspace) or off.', dynamic=True),
-    'fallback.time_budget': Param(_C.fallback_time_budget, 'CPU time of one position-IK '
-                                  'solve before the goal is called unreachable [s].', 0.001,
-                                  10.0, True),
-    'ik_method': Param(_C.ik_method, "How a pose goal's joint step is made: velocity (the "
-                       'velocity law, solver.*), ccd (cyclic coordinate descent sweeps each '
-                       "tick), hal (HAL's closed form + refinement, approached in joint "
-                       'space) or analytic (the closed form alone, on arms whose shoulder and '
-                       'wrist axes meet); twists and paths always use the velocity law. The '
-                       'limits apply to every method (docs/classical_ik.md).', dynamic=True),
-    'ccd_sweeps': Param(_C.ccd_sweeps, 'ik_method ccd: CCD sweeps per tick.', 1, 10000, True),
-    'constraints': Param('', "Welman's geometric constraints kept while the goals are "
-                         'tracked: a YAML list of {type (plane, line, point, orientation), '
-                         'frame, point, and normal, direction, plane_point, line_point, '
-                         'target or quaternion} in the base frame [m]; values left out are '
-                         'taken where the link is '
-                         'when they take effect; empty = none. Needs fallback.strategy '
-                         'posture or off (docs/classical_ik.md).', dynamic=True),
-}
-
-
-def controller_config(values):
-    """Build the ControllerConfig from parameter values (raises InputError on bad combinations)."""
-    solver = SolverConfig(
-        method=values['solver.method'], damping=values['solver.damping'],
-        adaptive_damping=values['solver.adaptive_damping'],
-        damping_max=values['solver.damping_max'],
-        singular_epsilon=values['solver.singular_epsilon'],
-        clamp_error=values['solver.clamp_error'],
-        clamp_error_rotation=values['solver.clamp_error_rotation'],
-        adaptive_clamp=values['solver.adaptive_clamp'], max_joint_step=0.0,
-        orientation_weight=values['solver.orientation_weight'],
-        error_mode=values['solver.error_mode'],
-        alternate_jacobian=values['solver.alternate_jacobian'],
-        centering_gain=values['nullspace.centering_gain'],
-        manipulability_gain=values['nullspace.manipulability_gain'])
-    return ControllerConfig(
-        rate_hz=values['rate_hz'], gain=values['solver.gain'],
-        max_expected_latency=values['max_expected_latency'],
-        joint_state_timeout=values['joint_state_timeout'],
-        twist_timeout=values['twist_timeout'], reseed_tolerance=values['reseed_tolerance'],
-        position_margin=values['limits.position_margin'],
-        velocity_scale=values['limits.velocity_scale'],
-        max_velocity=tuple(values['limits.max_velocity'] or ()),
-        max_acceleration=tuple(values['limits.max_acceleration'] or ()),
-        goal_position_tolerance=values['goal.position_tolerance'],
-        goal_orientation_tolerance=values['goal.orientation_tolerance'],
-        obstacle_influence=values['obstacles.influence_distance'],
-        obstacle_gain=values['obstacles.gain'], link_radius=values['obstacles.link_radius'],
-        collision_enabled=values['collision.enabled'],
-        collision_srdf=read_srdf(values['collision.srdf_path']),
-        collision_convex_meshes=values['collision.convex_meshes'],
-        collision_security_distance=values['collision.security_distance'],
-        collision_influence_distance=values['collision.influence_distance'],
-        collision_gain=values['collision.gain'],
-        fallback_strategy=values['fallback.strategy'],
-        fallback_time_budget=values['fallback.time_budget'], ik_method=values['ik_method'],
-        ccd_sweeps=values['ccd_sweeps'], constraints=values['constraints'], solver=solver)
 
 
 def read_srdf(path, parameter='collision.srdf_path'):
@@ -255,6 +56,249 @@ def read_srdf(path, parameter='collision.srdf_path'):
                 return f.read()
     raise StartupError(f"{parameter}: no file '{path}' (looked in the current "
                        f'directory and in {share_directory()})')
+
+
+def _setting(field, description, lo=None, hi=None, dynamic=False, convert=None):
+    """
+    Return the :class:`Param` that sets the configuration's ``field``, with its default.
+
+    ``field``: a :class:`ControllerConfig` attribute, or ``solver.<name>`` for its
+    :class:`~ik_control.ik.solver.SolverConfig`'s; the dataclass's default is the one
+    place the default is typed, and :func:`controller_config` the one place it is read.
+    A tuple default is declared as a list (an empty one as a double array); ``convert``
+    turns the parameter's value into the field's (else a list becomes a tuple).
+    """
+    default = _C
+    for part in field.split('.'):
+        default = getattr(default, part)
+    if isinstance(default, tuple):
+        default = list(default) if default else _ARR_DBL
+    return Param(default, description, lo, hi, dynamic, field, convert)
+
+
+PARAMETERS = {
+    'robot_description': Param(
+        '', 'URDF XML of the robot; if empty, urdf_path is read.'),
+    'urdf_path': Param(
+        '',
+        'URDF file, or a DH table file (.yaml, see config/robots), used when robot_description '
+        'is empty.'),
+    'base_frame': Param(
+        '', 'Frame of targets and commands (REP 105 base_link); empty = the URDF root. No '
+        'controlled joint may move it.'),
+    'end_effectors': Param(
+        _ARR_STR, 'End-effector frames of the URDF, one task each.'),
+    'end_effector_modes': Param(
+        _ARR_STR, "Per end effector 'pose' (6-D) or 'position' (3-D); empty = all 'pose'."),
+    'joints': Param(
+        _ARR_STR,
+        'Controlled joints, in command order; empty = the chain from base_frame to the end '
+        'effectors (other joints locked; continuous joints unwrapped to +-2 pi or their URDF '
+        'limits).'),
+    'rate_hz': _setting(
+        'rate_hz', 'Control rate [Hz].', lo=1.0, hi=5000.0),
+    'command_interface': Param(
+        'trajectory',
+        "Command stream: 'trajectory' (stamped trajectory_msgs/JointTrajectory windows for "
+        "joint_trajectory_controller), 'position' or 'velocity' (std_msgs/Float64MultiArray for "
+        'the forward command controllers).'),
+    'output_topic': Param(
+        '', "Topic of the commands; empty = the controller's default for command_interface: "
+        'joint_trajectory_controller/joint_trajectory, forward_position_controller/commands or '
+        'forward_velocity_controller/commands.'),
+    'max_expected_latency': _setting(
+        'max_expected_latency',
+        'How far ahead each trajectory command commits the path (stamped points for every tick '
+        'in it, then braking to rest): a command delivered up to this late is followed without '
+        'a jump [s]; 0 = the one-point, stamp-zero format (unsafe when the transport delays or '
+        'bunches messages).', lo=0.0, hi=1.0),
+    'loop': Param(
+        'synchronized',
+        "Tick scheduling: 'synchronized' (ticks at rate_hz on the own clock, phase-locked to "
+        "arrive just after each joint_states message; under use_sim_time as 'on_joint_states'), "
+        "'on_joint_states' (a tick per joint_states message, at the latest 1.5 periods after "
+        "the last) or 'timer' (an rclpy timer at rate_hz)."),
+    'realtime_priority': Param(
+        0, 'SCHED_FIFO priority of the loop (1-98; needs CAP_SYS_NICE or an rtprio limit); 0 = '
+        'normal scheduling.', lo=0, hi=98),
+    'busy_wait': Param(
+        0.0002,
+        'Time before each tick spent polling the clock instead of sleeping (sleep wakes late, '
+        'and a sleeping core runs the next tick from cold caches) [s]; at or above 1/rate_hz '
+        'the loop never sleeps and keeps one core busy.', lo=0.0, hi=1.0),
+    'statistics_file': Param(
+        '',
+        'If set, the loop statistics (tick start, compute time and its parts input, update and '
+        'publish, joint_states age; s) are written to this .npz file at shutdown (used by '
+        'ik_control bench loop).'),
+    'joint_state_timeout': _setting(
+        'joint_state_timeout', 'joint_states older than this stop the arm [s].',
+        lo=0.001, hi=10.0, dynamic=True),
+    'twist_timeout': _setting(
+        'twist_timeout',
+        'A target_twist is followed for this long after it arrives, then the arm decelerates '
+        '[s].', lo=0.001, hi=10.0, dynamic=True),
+    'reseed_tolerance': _setting(
+        'reseed_tolerance',
+        'Measured and commanded positions further apart than this restart integration from the '
+        'measurement [rad].', lo=0.0001, hi=3.2, dynamic=True),
+    'diagnostics_rate': Param(
+        2.0, 'Rate of /diagnostics messages [Hz].', lo=0.1, hi=100.0),
+    'solver.method': _setting(
+        'solver.method', 'Velocity law: transpose, pseudoinverse, dls, dls_svd or sdls.',
+        dynamic=True),
+    'solver.gain': _setting(
+        'gain', 'Convergence rate K of q_dot = J^# K e [1/s].', lo=0.01, hi=1000.0, dynamic=True),
+    'solver.damping': _setting(
+        'solver.damping', 'Always-on DLS damping lambda_0 [m].', lo=0.0, hi=10.0, dynamic=True),
+    'solver.adaptive_damping': _setting(
+        'solver.adaptive_damping',
+        'Raise damping as the smallest singular value falls below singular_epsilon.',
+        dynamic=True),
+    'solver.damping_max': _setting(
+        'solver.damping_max', 'Damping added at a singularity [m].',
+        lo=0.0, hi=10.0, dynamic=True),
+    'solver.singular_epsilon': _setting(
+        'solver.singular_epsilon', 'Smallest singular value below which damping grows [m/rad].',
+        lo=1e-06, hi=10.0, dynamic=True),
+    'solver.clamp_error': _setting(
+        'solver.clamp_error',
+        "ClampMag D_max on each effector's position error (bounds Cartesian speed to gain * "
+        'D_max) [m].', lo=0.0, hi=10.0, dynamic=True),
+    'solver.clamp_error_rotation': _setting(
+        'solver.clamp_error_rotation', "Bound on each effector's rotation error [rad].",
+        lo=0.0, hi=3.2, dynamic=True),
+    'solver.adaptive_clamp': _setting(
+        'solver.adaptive_clamp', "Buss's per-effector D_max after target jumps.", dynamic=True),
+    'solver.orientation_weight': _setting(
+        'solver.orientation_weight', 'Weight of rotation errors against position errors [m/rad].',
+        lo=0.0, hi=100.0, dynamic=True),
+    'solver.error_mode': _setting(
+        'solver.error_mode',
+        'Pose error: log3, se3 or axis_cross (SAM eq. 21; sam is its deprecated alias).',
+        dynamic=True),
+    'solver.alternate_jacobian': _setting(
+        'solver.alternate_jacobian', "Buss's Jacobian at the target positions.", dynamic=True),
+    'nullspace.centering_gain': _setting(
+        'solver.centering_gain',
+        'Joint-centering gain alpha (SAM eq. 17-18): joint speed -alpha grad H [rad^2/s].',
+        lo=0.0, hi=10.0, dynamic=True),
+    'nullspace.manipulability_gain': _setting(
+        'solver.manipulability_gain',
+        'Manipulability-gradient gain: joint speed alpha grad w [1/s per unit of grad w].',
+        lo=0.0, hi=10.0, dynamic=True),
+    'limits.position_margin': _setting(
+        'position_margin', 'Distance kept from each joint limit [rad or m].',
+        lo=0.0, hi=1.0, dynamic=True),
+    'limits.velocity_scale': _setting(
+        'velocity_scale', 'Fraction of the URDF velocity limits used [-].',
+        lo=0.001, hi=1.0, dynamic=True),
+    'limits.max_velocity': _setting(
+        'max_velocity',
+        'Joint velocity limits, one or one per joint; empty = URDF limits [rad/s].', dynamic=True),
+    'limits.max_acceleration': _setting(
+        'max_acceleration', 'Joint acceleration limits, one or one per joint [rad/s^2].',
+        dynamic=True),
+    'obstacles.fixed': Param(
+        '[]',
+        'Fixed obstacles, a YAML list of {name, type (box, sphere, cylinder), size, position, '
+        "rpy} in the base frame [m, rad] (as jt_rrt_planner's); avoided with those from "
+        '~/obstacles.'),
+    'obstacles.influence_distance': _setting(
+        'obstacle_influence',
+        "Clearance between the arm's links (its URDF shapes, or capsules) and an obstacle below "
+        'which the arm moves away (SAM eq. 19) [m].', lo=0.0, hi=2.0, dynamic=True),
+    'obstacles.gain': _setting(
+        'obstacle_gain', 'Escape speed per metre of clearance missing [1/s].',
+        lo=0.0, hi=100.0, dynamic=True),
+    'obstacles.link_radius': _setting(
+        'link_radius',
+        "Radius of the capsules around the arm's links (joint origin to joint origin) that SAM "
+        'eq. 19 measures on a robot from a DH table or a URDF without <collision> shapes; a '
+        "URDF's shapes are used where it has them [m].", lo=0.0, hi=1.0, dynamic=True),
+    'collision.enabled': _setting(
+        'collision_enabled',
+        "Keep the URDF's collision shapes at least collision.security_distance apart (self "
+        'pairs and obstacles), whatever the goal asks.', dynamic=True),
+    'collision.srdf_path': _setting(
+        'collision_srdf',
+        'SRDF whose <disable_collisions> pairs are not checked (ik_control collision-matrix '
+        'writes one); a relative path is looked up in the current directory, then in the '
+        'package; empty = pairs in contact at the first state are not checked.',
+        convert=read_srdf),
+    'collision.convex_meshes': _setting(
+        'collision_convex_meshes',
+        'Measure mesh collision shapes as their convex hulls (compiled GJK: tens of '
+        'microseconds a pair, a concave link counted with its hollows filled) instead of as '
+        'triangle meshes (coal BVH: exact, but about a millisecond a tick on an arm of STL '
+        'meshes).'),
+    'collision.security_distance': _setting(
+        'collision_security_distance',
+        'No checked pair is commanded nearer than this, braking tail included [m].',
+        lo=0.0, hi=0.5, dynamic=True),
+    'collision.influence_distance': _setting(
+        'collision_influence_distance',
+        'Pairs nearer than this have their approach speed bounded [m].',
+        lo=0.001, hi=1.0, dynamic=True),
+    'collision.gain': _setting(
+        'collision_gain',
+        'Velocity damper rate xi: a pair approaches at most at xi (d - security_distance) '
+        '[1/s].', lo=0.01, hi=1000.0, dynamic=True),
+    'goal.position_tolerance': _setting(
+        'goal_position_tolerance', 'goal_reached within this position error [m].',
+        lo=1e-06, hi=1.0, dynamic=True),
+    'goal.orientation_tolerance': _setting(
+        'goal_orientation_tolerance', 'goal_reached within this rotation error [rad].',
+        lo=1e-06, hi=3.2, dynamic=True),
+    'fallback.strategy': _setting(
+        'fallback_strategy',
+        'When the Cartesian law stalls on a goal, the position IK is asked for a configuration: '
+        'joint (joint-space approach, then Cartesian), posture (pulled toward it in the '
+        'nullspace) or off.', dynamic=True),
+    'fallback.time_budget': _setting(
+        'fallback_time_budget',
+        'CPU time of one position-IK solve before the goal is called unreachable [s].',
+        lo=0.001, hi=10.0, dynamic=True),
+    'ik_method': _setting(
+        'ik_method',
+        "How a pose goal's joint step is made: velocity (the velocity law, solver.*), ccd "
+        "(cyclic coordinate descent sweeps each tick), hal (HAL's closed form + refinement, "
+        'approached in joint space) or analytic (the closed form alone, on arms whose shoulder '
+        'and wrist axes meet); twists and paths always use the velocity law. The limits apply '
+        'to every method (docs/classical_ik.md).', dynamic=True),
+    'ccd_sweeps': _setting(
+        'ccd_sweeps', 'ik_method ccd: CCD sweeps per tick.', lo=1, hi=10000, dynamic=True),
+    'constraints': _setting(
+        'constraints',
+        "Welman's geometric constraints kept while the goals are tracked: a YAML list of {type "
+        '(plane, line, point, orientation), frame, point, and normal, direction, plane_point, '
+        'line_point, target or quaternion} in the base frame [m]; values left out are taken '
+        'where the link is when they take effect; empty = none. Needs fallback.strategy posture '
+        'or off (docs/classical_ik.md).', dynamic=True),
+}
+
+
+def controller_config(values):
+    """
+    Build the ControllerConfig from parameter values (raises InputError on bad combinations).
+
+    Each parameter declared with :func:`_setting` sets its field; the others (robot,
+    loop, topics) are the node's own.
+    """
+    top, solver = {}, {}
+    for name, param in PARAMETERS.items():
+        if param.field is None:
+            continue
+        value = values[name]
+        if param.convert is not None:
+            value = param.convert(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        if param.field.startswith('solver.'):
+            solver[param.field[len('solver.'):]] = value
+        else:
+            top[param.field] = value
+    return ControllerConfig(**top, solver=replace(_C.solver, **solver))
 
 
 def profile_request(text):

@@ -39,6 +39,8 @@ class Param:
     lo: float = None
     hi: float = None
     dynamic: bool = False
+    field: str = None  # the configuration field it sets (ik_controller_parameters._setting)
+    convert: object = None  # value -> the field's value (None: as declared)
 
 
 def descriptor(name, param):
