@@ -38,10 +38,12 @@ Hermite interpolation between them is exact; only stops closer together than
 (:meth:`CommandWindow._plan_tail`: the cubic misses by less than ``a r^2``).
 """
 
+from typing import NamedTuple
+
 from numba import njit
 import numpy as np
 
-__all__ = ['CommandWindow', 'hermite', 'sample_points']
+__all__ = ['Command', 'CommandWindow', 'hermite', 'sample_points']
 
 #: Resolution of knot times [s]: knots closer than this are not made (ROS durations count
 #: nanoseconds; a trajectory controller needs strictly increasing times).
@@ -108,6 +110,23 @@ def sample_points(times, positions, velocities, t):
     k = int(np.searchsorted(times, t, side='right'))
     return hermite(float(times[k - 1]), positions[k - 1], velocities[k - 1],
                    float(times[k]), positions[k], velocities[k], float(t))
+
+
+class Command(NamedTuple):
+    """
+    Joint command: positions and velocities (k, n) at ``times`` (k,) [s] from now.
+
+    A window of the committed path (:mod:`ik_control.control.command_window`): point 0 at
+    ``times[0] == 0`` is the path now, the last point is at rest.
+    """
+
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+
+    def at(self, t):
+        """Position and velocity ``t`` [s] from now, as a trajectory controller samples it."""
+        return sample_points(self.times, self.positions, self.velocities, t)
 
 
 @njit(cache=True, nogil=True)

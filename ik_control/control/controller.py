@@ -58,13 +58,12 @@ then handed an input read later, then the tick, shifted everything it keeps each
 
 from dataclasses import replace
 import math
-from typing import NamedTuple
 
 from ik_control.control import classical_mode, collision_guard, constrained_motion
 from ik_control.control import limits as limits_mod
 from ik_control.control.cartesian_stage import CartesianStage
-from ik_control.control.command_window import (CommandWindow, compile_kernels,
-                                               sample_points, TIME_RESOLUTION)
+from ik_control.control.command_window import (Command, CommandWindow, compile_kernels,
+                                               TIME_RESOLUTION)
 from ik_control.control.commit_stage import CommitStage
 from ik_control.control.config import ControllerConfig
 from ik_control.control.fallback import IkFallback
@@ -91,23 +90,6 @@ _NO_STATE = int(Status.NO_STATE)
 _RESEEDED = int(Status.RESEEDED)
 _STALE_STATE = int(Status.STALE_STATE)
 _TARGET_UNREACHABLE = int(Status.TARGET_UNREACHABLE)
-
-
-class Command(NamedTuple):
-    """
-    Joint command: positions and velocities (k, n) at ``times`` (k,) [s] from now.
-
-    A window of the committed path (:mod:`ik_control.control.command_window`): point 0 at
-    ``times[0] == 0`` is the path now, the last point is at rest.
-    """
-
-    times: np.ndarray
-    positions: np.ndarray
-    velocities: np.ndarray
-
-    def at(self, t):
-        """Position and velocity ``t`` [s] from now, as a trajectory controller samples it."""
-        return sample_points(self.times, self.positions, self.velocities, t)
 
 
 class ResolvedRateController(GoalInputs):
