@@ -310,7 +310,7 @@ class SimRobotNode(Node):
                     if self._replay_after < now - received < MAX_REPLAY:
                         t = max(received, self.sim.time)
                 self.sim.step(t)
-                self._apply(command)
+                self._apply(command, t)
         self._on_tick(now_ns)
 
     def spin(self, executor):
@@ -323,15 +323,24 @@ class SimRobotNode(Node):
 
     def _on_command(self, msg) -> None:
         """Apply one command on arrival (``loop: timer``: the executor's callback)."""
-        self.sim.step(self._now())
-        self._apply(msg)
+        now = self._now()
+        self.sim.step(now)
+        self._apply(msg, now)
 
-    def _apply(self, msg) -> bool:
-        """Apply a command to the simulation at its current state; False if rejected."""
+    def _apply(self, msg, now) -> bool:
+        """
+        Apply a command at ``now`` [s], the update's time, as a trajectory controller does.
+
+        Not at the simulation's own time: MuJoCo's state is up to one timestep older, and
+        a window stamped in between would look as if it started in the future, from the
+        robot's measured position (its servo lag, several mrad at speed, became a jump
+        the saturation clamped for seconds: the arm left its path).
+        """
         try:
             if self.sim.interface == 'trajectory':
                 stamp, names, times, positions, velocities = self._trajectory_reader.read(msg)
-                self.sim.set_trajectory(names, times, positions, velocities, start_time=stamp)
+                self.sim.set_trajectory(names, times, positions, velocities, start_time=stamp,
+                                        now=now)
             elif self.sim.interface == 'position':
                 self.sim.command_positions(msg.data)
             else:
