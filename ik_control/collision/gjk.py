@@ -18,13 +18,17 @@ combination of the simplex's support points on ``A`` and on ``B``.
 
 Support points in the shape's frame, for a direction ``u``: box ``sign(u) * half``;
 cylinder (axis z) ``(r u_xy / |u_xy|, sign(u_z) h)``; segment ``(0, 0, sign(u_z) h)``;
-point 0; a convex hull (a mesh measured as its hull) its vertex ``argmax_k u . p_k``.
+point 0; a convex hull (a mesh measured as its hull) its vertex ``argmax_k u . p_k``,
+found by hill climbing over the hull's edges from the vertex found last (for a linear
+function on a convex polytope a vertex no neighbour improves on is the maximum; a hull of
+at most :data:`SCAN_VERTICES` vertices, or one qhull cannot mesh, is scanned).
 Pairs whose cores touch or overlap (a penetration depth, which GJK does not give) and
 shapes of other kinds (triangle meshes) are left to coal: their rows are returned.
 """
 
 from numba import njit
 import numpy as np
+from scipy.spatial import ConvexHull, QhullError
 
 __all__ = ['POINT', 'SEGMENT', 'BOX', 'CYLINDER', 'HULL', 'OTHER', 'primitive', 'primitives',
            'measure_pairs']
@@ -33,6 +37,7 @@ POINT, SEGMENT, BOX, CYLINDER, HULL, OTHER = 0, 1, 2, 3, 4, -1
 MAX_ITERATIONS = 64
 TOLERANCE = 1e-8             # [m] GJK stops when |v| is within this of the distance
 TOUCHING = 1e-9              # [m] cores nearer than this are measured by coal
+SCAN_VERTICES = 32           # a hull with at most this many vertices is scanned, not climbed
 
 
 _NO_POINTS = np.zeros((0, 3))
@@ -65,25 +70,52 @@ def primitive(geometry):
     return OTHER, dims, 0.0, _NO_POINTS
 
 
+def _hull_edges(points):
+    """Return the vertex pairs (k, 2) of the edges of the hull of ``points``, or None."""
+    if len(points) <= SCAN_VERTICES:
+        return None
+    try:
+        simplices = ConvexHull(points).simplices
+    except (QhullError, ValueError):  # flat or degenerate: scanned
+        return None
+    edges = np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [2, 0]]])
+    return np.unique(np.sort(edges, axis=1), axis=0)
+
+
 def primitives(geometries):
     """
     Return the arrays :func:`measure_pairs` takes for ``geometries``, in their order.
 
-    ``(kind (G,), dims (G, 3), margin (G,), points (V, 3), span (G, 2))``: the
-    :func:`primitive` of each, the hulls' vertices stacked, ``span[g]`` the first row and
-    the count of shape ``g``'s vertices in ``points``.
+    ``(kind (G,), dims (G, 3), margin (G,), points (V, 3), span (G, 3), adj_start (V + 1,),
+    adj)``: the :func:`primitive` of each; the hulls' vertices stacked in ``points``;
+    ``span[g]``: the first row and the count of shape ``g``'s vertices, and the vertex its
+    last support point was (where the next climb starts; -1: scan its vertices); the
+    neighbours of vertex ``v`` are ``adj[adj_start[v]:adj_start[v + 1]]``.
     """
     shapes = [primitive(g) for g in geometries]
     counts = np.array([len(s[3]) for s in shapes], dtype=np.int64)
-    span = np.column_stack([np.cumsum(counts) - counts, counts]).reshape(-1, 2)
+    first = np.cumsum(counts) - counts
+    span = np.column_stack([first, counts, np.full(len(shapes), -1)]).reshape(-1, 3)
+    edges = [np.zeros((0, 2), dtype=np.int64)]
+    for g, shape in enumerate(shapes):
+        local = _hull_edges(shape[3]) if shape[0] == HULL else None
+        if local is not None:
+            edges.append(local + first[g])
+            span[g, 2] = first[g] + local[0, 0]
+    edges = np.concatenate(edges)
+    edges = np.concatenate([edges, edges[:, ::-1]])   # both directions
+    edges = edges[np.argsort(edges[:, 0], kind='stable')]
+    total = int(counts.sum())
+    adj_start = np.searchsorted(edges[:, 0], np.arange(total + 1)).astype(np.int64)
     return (np.array([s[0] for s in shapes], dtype=np.int64),
             np.array([s[1] for s in shapes]).reshape(-1, 3),
             np.array([s[2] for s in shapes], dtype=float),
-            np.concatenate([_NO_POINTS] + [s[3] for s in shapes]), span)
+            np.concatenate([_NO_POINTS] + [s[3] for s in shapes]), span, adj_start,
+            np.ascontiguousarray(edges[:, 1], dtype=np.int64))
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _support(place, g, kind, dims, points, span, ux, uy, uz, out, i):
+def _support(place, g, kind, dims, points, span, adj_start, adj, ux, uy, uz, out, i):
     """Write the support point of core ``g`` (placed by ``place[g]``) along ``u`` to out[i]."""
     # direction in the shape's frame: R^T u
     lx = place[g, 0, 0] * ux + place[g, 1, 0] * uy + place[g, 2, 0] * uz
@@ -104,12 +136,24 @@ def _support(place, g, kind, dims, points, span, ux, uy, uz, out, i):
     elif k == SEGMENT:
         sz = dims[g, 0] if lz >= 0.0 else -dims[g, 0]
     elif k == HULL:
-        first = span[g, 0]
-        best, top = -np.inf, first
-        for v in range(first, first + span[g, 1]):
-            along = points[v, 0] * lx + points[v, 1] * ly + points[v, 2] * lz
-            if along > best:
-                best, top = along, v
+        top = span[g, 2]
+        if top < 0:  # scan
+            best = -np.inf
+            for v in range(span[g, 0], span[g, 0] + span[g, 1]):
+                along = points[v, 0] * lx + points[v, 1] * ly + points[v, 2] * lz
+                if along > best:
+                    best, top = along, v
+        else:  # climb from the last support vertex
+            best = points[top, 0] * lx + points[top, 1] * ly + points[top, 2] * lz
+            moved = True
+            while moved:
+                moved = False
+                for e in range(adj_start[top], adj_start[top + 1]):
+                    v = adj[e]
+                    along = points[v, 0] * lx + points[v, 1] * ly + points[v, 2] * lz
+                    if along > best:
+                        best, top, moved = along, v, True
+            span[g, 2] = top
         sx, sy, sz = points[top, 0], points[top, 1], points[top, 2]
     for r in range(3):
         out[i, r] = (place[g, r, 0] * sx + place[g, r, 1] * sy + place[g, r, 2] * sz
@@ -225,7 +269,7 @@ def _weights(w, size, lam, trial):
 
 
 @njit(cache=True, nogil=True)
-def _core_distance(place, kind, dims, points, span, a, b, s, out_a, out_b):
+def _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, s, out_a, out_b):
     """
     Return the GJK distance [m] of the cores of shapes ``a`` and ``b``, or -1 if they touch.
 
@@ -242,8 +286,8 @@ def _core_distance(place, kind, dims, points, span, a, b, s, out_a, out_b):
     size = 0
     vv = np.inf
     for _ in range(MAX_ITERATIONS):
-        _support(place, a, kind, dims, points, span, -vx, -vy, -vz, wa, size)
-        _support(place, b, kind, dims, points, span, vx, vy, vz, wb, size)
+        _support(place, a, kind, dims, points, span, adj_start, adj, -vx, -vy, -vz, wa, size)
+        _support(place, b, kind, dims, points, span, adj_start, adj, vx, vy, vz, wb, size)
         for r in range(3):
             w[size, r] = wa[size, r] - wb[size, r]
         vw = vx * w[size, 0] + vy * w[size, 1] + vz * w[size, 2]
@@ -284,8 +328,8 @@ def _core_distance(place, kind, dims, points, span, a, b, s, out_a, out_b):
 
 
 @njit(cache=True, nogil=True)
-def measure_pairs(place, kind, dims, margin, points, span, pairs, rows, count, distance,
-                  point_a, point_b, normal, scratch, left):
+def measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs, rows, count,
+                  distance, point_a, point_b, normal, scratch, left):
     """
     Measure the pairs ``pairs[rows[i]]``, ``i < count``, into row ``i`` of the outputs.
 
@@ -301,8 +345,8 @@ def measure_pairs(place, kind, dims, margin, points, span, pairs, rows, count, d
             left[n_left] = i
             n_left += 1
             continue
-        core = _core_distance(place, kind, dims, points, span, a, b, scratch, point_a[i],
-                              point_b[i])
+        core = _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, scratch,
+                              point_a[i], point_b[i])
         if core <= TOUCHING:
             left[n_left] = i
             n_left += 1

@@ -151,8 +151,8 @@ def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, la
 
 @njit(cache=True, nogil=True)
 def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never, zeros, place,
-                candidates, kind, dims, margin, points, span, distance, point_a, point_b,
-                normal, scratch, left):
+                candidates, kind, dims, margin, points, span, adj_start, adj, distance,
+                point_a, point_b, normal, scratch, left):
     """
     Whether a pair is within ``within[k]`` [m]: 1 yes, 0 no, ``-m``: ask coal about ``m`` rows.
 
@@ -166,8 +166,9 @@ def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never
                     zeros, place, candidates)
     if count == 0:
         return 0
-    n_left = gjk.measure_pairs(place, kind, dims, margin, points, span, pairs, candidates,
-                               count, distance, point_a, point_b, normal, scratch, left)
+    n_left = gjk.measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs,
+                               candidates, count, distance, point_a, point_b, normal, scratch,
+                               left)
     meshes = 0
     for i in range(n_left):
         row = left[i]
