@@ -1,7 +1,8 @@
 """
 Over real DDS, judged from the robot's own joint_states: no contact, whatever the goal (#30).
 
-sim_robot + ik_controller with the shipped SRDFs. Every joint_states sample is judged by
+sim_robot (kinematic, and MuJoCo for SIMON and the WAM) + ik_controller with the shipped
+SRDFs. Every joint_states sample is judged by
 :class:`collision_judge.ContactJudge` (pinocchio + coal on the URDF's shapes, every
 non-adjacent pair, no SRDF): no sample in contact and no pair below half the security
 distance, and every goal ends reached or unreachable for ``COLLISION`` within a bounded
@@ -15,6 +16,7 @@ from collision_judge import ContactJudge
 from ik_control import robots
 import numpy as np
 import pinocchio as pin
+import pytest
 from test_collision import _crossing_goals, BOX, SECURITY
 from test_ik_controller_node import _sphere, _value, Bringup, STARTUP
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -55,9 +57,13 @@ def _outcome(bringup):
              else _value(status, f'{ee}.unreachable_because')) for ee in names]
 
 
-def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does():
-    bringup = Bringup('simon', 1000.0, ns='/simon_collision', extra=[
-        '-p', 'collision.srdf_path:=config/simon.srdf', '-p', 'diagnostics_rate:=20.0'])
+@pytest.mark.parametrize('backend', ['kinematic', 'mujoco'])
+def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does(backend):
+    """The crossing goals on both simulated robots; the negative control on the kinematic."""
+    bringup = Bringup('simon', 1000.0, ns=f'/simon_collision_{backend}',
+                      sim_extra=['-p', f'backend:={backend}'], extra=[
+                          '-p', 'collision.srdf_path:=config/simon.srdf',
+                          '-p', 'diagnostics_rate:=20.0'])
     try:
         model = bringup.model
         judge = ContactJudge(model, np.array(robots.SETUPS['simon'].ready))
@@ -76,6 +82,8 @@ def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does
         assert any(w.startswith('COLLISION') for words in outcomes for w in words)
         bringup.diagnostics.clear()
         assert _sim_contacts(bringup) == (0, '')  # the simulated robot saw none either
+        if backend == 'mujoco':
+            return
         # negative control: the same rig, the stage off, from the ready pose again, the
         # first goal touches
         assert bringup.set_parameter('collision.enabled', False).successful
