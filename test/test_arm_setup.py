@@ -1,11 +1,12 @@
 """
 ``ik_control setup`` on arms the package does not ship, and the nodes brought up from its files.
 
-Each arm of example-robot-data (Franka Panda, UR5) is configured by the one command;
-``sim_robot`` and ``ik_controller`` start from the written parameter file alone (real
-rclpy, DDS); two seeded reachable, contact-free goals are reached, judged from the
-robot's own joint_states by pinocchio on the URDF (not the package's RobotModel), and the
-robot's joint speeds stay within the URDF's limits.
+Each arm of example-robot-data (Franka Panda, UR5, Kinova Jaco 2, and Baxter's two arms
+from its base) is configured by the one command; ``sim_robot`` and ``ik_controller``
+start from the written parameter file alone (real rclpy, DDS); two seeded reachable,
+contact-free goals (one pose per tip) are reached, judged from the robot's own
+joint_states by pinocchio on the URDF (not the package's RobotModel), and the robot's
+joint speeds stay within the URDF's limits.
 """
 
 from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
@@ -19,24 +20,31 @@ import yaml
 
 # (the Kinova Jaco 2's test took 24 s while its STL meshes were measured as triangle
 # meshes; as the convex hulls its setup file asks for, 8 s: docs/any_urdf.md)
-TEST_ARMS = ('panda', 'ur5', 'kinova')
+#: arm -> (URDF under example-robot-data, base, tips): a two-armed robot has two tips
+TEST_ARMS = {arm: (relative, base, [tip])
+             for arm, (relative, base, tip) in EXAMPLE_ARMS.items()
+             if arm in ('panda', 'ur5', 'kinova')}
+TEST_ARMS['baxter'] = ('baxter_description/urdf/baxter.urdf', 'base',
+                       ['left_hand_link', 'right_hand_link'])
 GOALS = 2
 
 
 def _setup(arm, out):
-    relative, base, tip = EXAMPLE_ARMS[arm]
+    relative, base, tips = TEST_ARMS[arm]
     urdf = example_robot_urdf(relative)
-    assert cli_main(['setup', urdf, '--base', base, '--tip', tip, '--out', str(out),
-                     '--name', arm, '--samples', '100', '--rate', '250']) == 0
+    assert cli_main(['setup', urdf, '--base', base, *[a for t in tips for a in ('--tip', t)],
+                     '--out', str(out), '--name', arm, '--samples', '100',
+                     '--rate', '250']) == 0
     with open(out / f'{arm}.yaml', encoding='utf-8') as stream:
         params = yaml.safe_load(stream)
-    return urdf, base, tip, params
+    return urdf, base, tips, params
 
 
-def _goals(urdf, base, tip, params, count, seed):
+def _goals(urdf, base, tips, params, count, seed):
     """Return goal configurations near the start, clear of contact, within the limits."""
     controller = params['/**/ik_controller']['ros__parameters']
-    model = RobotModel.from_urdf(urdf, base_frame=base, end_effectors=[(tip, 'pose')])
+    model = RobotModel.from_urdf(urdf, base_frame=base,
+                                 end_effectors=[(tip, 'pose') for tip in tips])
     assert list(model.joint_names) == controller['joints']
     srdf = open(controller['collision']['srdf_path'], encoding='utf-8').read()
     # the arms' shapes are STL meshes: the file has the controller measure their hulls
@@ -54,7 +62,7 @@ def _goals(urdf, base, tip, params, count, seed):
     return model, goals
 
 
-@pytest.mark.parametrize('arm', TEST_ARMS)
+@pytest.mark.parametrize('arm', sorted(TEST_ARMS))
 def test_an_unseen_arm_set_up_by_one_command_reaches_goals_on_the_nodes(arm, tmp_path):
     from geometry_msgs.msg import PoseStamped
     from ik_control.ros.conversions import pose_stamped
@@ -63,18 +71,18 @@ def test_an_unseen_arm_set_up_by_one_command_reaches_goals_on_the_nodes(arm, tmp
     from std_msgs.msg import Bool
     from test_ik_controller_node import LATCHED, STARTUP
 
-    urdf, base, tip, params = _setup(arm, tmp_path)
-    model, goals = _goals(urdf, base, tip, params, GOALS, seed=len(arm))
+    urdf, base, tips, params = _setup(arm, tmp_path)
+    model, goals = _goals(urdf, base, tips, params, GOALS, seed=len(arm))
     # the judge: pinocchio on the URDF file, from joint_states by name
     judge = pin.buildModelFromUrdf(urdf)
     data = judge.createData()
-    tip_id = [i for i, f in enumerate(judge.frames)
-              if f.name == tip and f.type == pin.FrameType.BODY][0]
+    tip_ids = [[i for i, f in enumerate(judge.frames)
+                if f.name == tip and f.type == pin.FrameType.BODY][0] for tip in tips]
     base_id = [i for i, f in enumerate(judge.frames) if f.name == base][0]
     limit = {judge.names[j]: judge.velocityLimit[judge.joints[j].idx_v]
              for j in range(1, judge.njoints) if judge.joints[j].nv == 1}
 
-    def tip_in_base(names, q):
+    def tip_in_base(names, q, tip_id):
         full = pin.neutral(judge)
         for name, value in zip(names, q):
             jid = judge.getJointId(name)
@@ -93,22 +101,31 @@ def test_an_unseen_arm_set_up_by_one_command_reaches_goals_on_the_nodes(arm, tmp
     ctx = RosTestContext(f'setup_{arm}_tester')
     try:
         states = ctx.collect(JointState, f'{ns}/joint_states', 2000)
-        reached = ctx.collect(Bool, f'{ns}/ik_controller/{tip}/goal_reached', LATCHED)
-        pub = ctx.node.create_publisher(PoseStamped,
-                                        f'{ns}/ik_controller/{tip}/target_pose', 10)
-        assert ctx.wait_for_subscribers(pub, 1, timeout=STARTUP), ctl.stderr[-2000:]
+        reached = [ctx.collect(Bool, f'{ns}/ik_controller/{tip}/goal_reached', LATCHED)
+                   for tip in tips]
+        pubs = [ctx.node.create_publisher(PoseStamped,
+                                          f'{ns}/ik_controller/{tip}/target_pose', 10)
+                for tip in tips]
+        for pub in pubs:
+            assert ctx.wait_for_subscribers(pub, 1, timeout=STARTUP), ctl.stderr[-2000:]
         states.wait(timeout=STARTUP)
         for q in goals:
-            goal = model.frame_placements(q)[0]
-            reached.clear()
-            pub.publish(pose_stamped(goal, base))
-            reached.wait(lambda m: not m.data, timeout=5.0)
-            reached.wait(lambda m: m.data, timeout=20.0)
+            goal = model.frame_placements(q)
+            for k, pub in enumerate(pubs):
+                reached[k].clear()
+                pub.publish(pose_stamped(goal[k], base))
+
+            def done(k):  # the new goal's False came, and True since
+                msgs = reached[k].messages
+                return any(not m.data for m in msgs) and msgs[-1].data
+
+            assert ctx.spin_until(lambda: all(done(k) for k in range(len(tips))), 25.0), arm
             ctx.spin_for(0.2)
             last = states.current()
-            T = tip_in_base(last.name, last.position)
-            assert np.linalg.norm(T[:3, 3] - goal[:3, 3]) < 2e-3, arm
-            assert np.linalg.norm(pin.log3(T[:3, :3].T @ goal[:3, :3])) < 2e-2, arm
+            for k, tip_id in enumerate(tip_ids):
+                T = tip_in_base(last.name, last.position, tip_id)
+                assert np.linalg.norm(T[:3, 3] - goal[k, :3, 3]) < 2e-3, (arm, tips[k])
+                assert np.linalg.norm(pin.log3(T[:3, :3].T @ goal[k, :3, :3])) < 2e-2, arm
         speeds = {}
         for msg in states.messages:
             for name, v in zip(msg.name, msg.velocity):
