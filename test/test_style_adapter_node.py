@@ -124,7 +124,9 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     cols = [exemplar.model.joint_names.index(j) for j in exemplar.exemplar.joint_names]
     q[cols] = exemplar.pose_at('pick')
     goal = exemplar.model.pin_frame_placement(q, 'right_hand')[:3, 3] + [0.0, -0.05, 0.05]
-    simon.ctx.spin_for(1.0)  # joint_states reach the adapter
+    # the adapter has a joint state (a goal before it is refused: a fixed second's wait
+    # was once too short for discovery on a loaded machine)
+    _style_status(simon, lambda s: _value(s, 'joint_state_received') == 'true')
     msg = PointStamped()
     msg.header.frame_id = simon.model.base_frame
     msg.point.x, msg.point.y, msg.point.z = map(float, goal)

@@ -13,7 +13,10 @@ exemplar's constraint instant, at joint values found by TSFKS (eq. 1).
   header stamp zero = start now, every controlled joint: those the motion does not move
   hold their current value), by default ``ik_controller/joint_trajectory``, so that the
   controller, the one node that commands the robot, runs it within its limits;
-* ``/diagnostics``: OK with the figures of the last adaptation (constraint instant [s],
+* ``/diagnostics``, on every change and again each second (``DIAGNOSTICS_PERIOD``, as
+  diagnostic_updater does, so a monitor that starts late still sees it): whether a joint
+  state has come (``joint_state_received``; goals before it are refused), and OK with the
+  figures of the last adaptation (constraint instant [s],
   search error [m], time taken [ms], the uniform slow-down that keeps the motion within
   the joints' velocity and acceleration limits, how far it was clipped into the joint
   limits [rad]: eq. 2 scales the exemplar's profiles from wherever the robot is, which
@@ -51,6 +54,7 @@ PARAMETERS = {
                               'faster one is slowed down uniformly', 0.01, 1000.0),
 }
 MAX_POINTS = 1024  # what the controller's joint-trajectory reader takes
+DIAGNOSTICS_PERIOD = 1.0  # the last status is published again this often [s]
 
 
 class StyleAdapterNode(Node):
@@ -80,6 +84,8 @@ class StyleAdapterNode(Node):
         self.create_subscription(PointStamped, '~/goal', self._on_goal, 10)
         self.pub = self.create_publisher(JointTrajectory, v['execute_topic'], 10)
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._status = (DiagnosticStatus.WARN, 'waiting for joint_states', {})
+        self.create_timer(DIAGNOSTICS_PERIOD, lambda: self._report(*self._status))
         self.get_logger().info(f"motion '{self.adapter.exemplar.name}' "
                                f'({self.adapter.times[-1]:.2f} s) ready; goals on ~/goal')
 
@@ -94,7 +100,12 @@ class StyleAdapterNode(Node):
     def _on_state(self, msg):
         q = joint_state_positions(msg, self.model.joint_names)
         if q is not None:
+            first = self.q is None
             self.q = q
+            if first:
+                self.get_logger().info('joint_states received: goals are adapted from here')
+                self._report(DiagnosticStatus.OK, 'ready: joint_states received',
+                             {'adaptations': str(self.adaptations)})
 
     def _on_goal(self, msg):
         try:
@@ -184,9 +195,12 @@ class StyleAdapterNode(Node):
                                           velocities, 0.0, self.model.base_frame)
 
     def _report(self, level, message, values=None):
+        """Publish (and keep, for the periodic repeat) a status of the adapter."""
+        self._status = (level, message, values or {})
         status = DiagnosticStatus(level=level, name=f'{NAME}: {self.values["motion"]}',
                                   message=message, hardware_id=self.model.name)
-        status.values = [KeyValue(key=k, value=v) for k, v in (values or {}).items()]
+        values = dict(values or {}, joint_state_received=str(self.q is not None).lower())
+        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         out = DiagnosticArray(status=[status])
         out.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(out)
