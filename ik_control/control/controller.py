@@ -71,6 +71,7 @@ from ik_control.control.goal_inputs import GoalInputs
 from ik_control.control.goal_referee import GoalReferee
 from ik_control.control.goal_set import GoalSet, MODE_POSE
 from ik_control.control.goal_state import EventQueue
+from ik_control.control.handover import Handover
 from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
 from ik_control.control.status import Status
 from ik_control.control.tick_state import TickState
@@ -85,6 +86,7 @@ import numpy as np
 # bit field of :class:`Status` flags)
 _BAD_INPUT = int(Status.BAD_INPUT)
 _HOLDING = int(Status.HOLDING)
+_INACTIVE = int(Status.INACTIVE)
 _NONE = int(Status.NONE)
 _NO_STATE = int(Status.NO_STATE)
 _RESEEDED = int(Status.RESEEDED)
@@ -92,12 +94,13 @@ _STALE_STATE = int(Status.STALE_STATE)
 _TARGET_UNREACHABLE = int(Status.TARGET_UNREACHABLE)
 
 
-class ResolvedRateController(GoalInputs):
+class ResolvedRateController(GoalInputs, Handover):
     """
     ROS-free controller core (module docstring). Not thread-safe: one caller at a time.
 
     Its goal API (poses, motions, twists, obstacles, joint trajectories, hold) is
-    :class:`~ik_control.control.goal_inputs.GoalInputs`; the tick is :meth:`update`.
+    :class:`~ik_control.control.goal_inputs.GoalInputs`, release and engage
+    :class:`~ik_control.control.handover.Handover`; the tick is :meth:`update`.
     """
 
     def __init__(self, model, config=None):
@@ -310,6 +313,9 @@ class ResolvedRateController(GoalInputs):
         if robot.q is None:
             self.status = status | _NO_STATE
             return None
+        if self.released:  # handed back: braking, then nothing (Handover)
+            self.status = status | _INACTIVE
+            return self.released_command(now)
         if now - robot.time > cfg.joint_state_timeout:
             self.status = status | _STALE_STATE
             stopped = robot.state == LinkState.STALE

@@ -16,7 +16,8 @@ which records its lifecycle. The next tick follows it.
 * a joint trajectory (a planner's, the style adapter's):
   :meth:`GoalInputs.set_joint_trajectory`;
 * ending and pausing: :meth:`GoalInputs.stop_goals`, :meth:`GoalInputs.hold`,
-  :meth:`GoalInputs.resume`.
+  :meth:`GoalInputs.resume` (handing the robot back and taking it again:
+  :mod:`~ik_control.control.handover`).
 
 A mixin of :class:`~ik_control.control.controller.ResolvedRateController`, whose goals,
 solver, referee, clock and commanded state it uses.
@@ -52,6 +53,7 @@ class GoalInputs:
         Raises :class:`InputError` unless ``T`` is a finite rigid transform (rotation
         orthonormal with determinant 1 within ``RIGID_TOLERANCE``, last row 0 0 0 1).
         """
+        self.check_engaged()
         i = self.end_effector_index(frame)
         T = rigid_transform(T, 'target matrix')
         self._cancel_joint_goal('a pose goal')
@@ -67,6 +69,7 @@ class GoalInputs:
         replaces it without a jump in pose or velocity; else its pose at the commanded
         state (its target before the first joint_states), at rest.
         """
+        self.check_engaged()
         i = self.end_effector_index(frame)
         goals = self.goals
         if goals.mode[i] == MODE_MOTION:
@@ -94,6 +97,7 @@ class GoalInputs:
         its last pose is an ordinary pose goal, reached or unreachable by the usual rules.
         A motion is a goal (``goal_ids``, :class:`GoalState`); ``what`` names it in the log.
         """
+        self.check_engaged()
         i = self.end_effector_index(frame)
         self._cancel_joint_goal(what)
         self._end_goal(i)
@@ -112,6 +116,7 @@ class GoalInputs:
         Components beyond ``MAX_TWIST`` are refused (:class:`InputError`): they are not
         a command any arm could follow, and they would overflow the target integration.
         """
+        self.check_engaged()
         i = self.end_effector_index(frame)
         v = finite_vector(linear, 3, 'twist linear')
         w = finite_vector(angular, 3, 'twist angular')
@@ -168,6 +173,7 @@ class GoalInputs:
         or twist goal ends it; when it ends the arm holds its last pose. Raises
         :class:`InputError` for a trajectory that cannot be followed.
         """
+        self.check_engaged()
         goal = JointGoal(self.model, names, times, positions, velocities, start)
         if self.collision is not None:
             self._check_plan_collisions(goal, start)

@@ -31,6 +31,8 @@ class Status(enum.IntFlag):
     COLLISION_NEAR = 1 << 13        # a checked pair within collision.influence_distance:
     #                                 its approach is bounded
     COLLISION_HALT = 1 << 14        # the collision bounds stopped the commanded motion
+    INACTIVE = 1 << 15              # released (the node deactivated): braking to rest, then
+    #                                 commanding nothing until engaged again
 
 
 _LEVELS = {
@@ -39,7 +41,7 @@ _LEVELS = {
     Status.ERROR_CLAMPED: OK, Status.STALE_STATE: ERROR, Status.NO_STATE: WARN,
     Status.BAD_INPUT: WARN, Status.HOLDING: OK, Status.RESEEDED: WARN,
     Status.TWIST_TIMEOUT: OK, Status.OBSTACLE_NEAR: WARN, Status.COLLISION_NEAR: WARN,
-    Status.COLLISION_HALT: ERROR,
+    Status.COLLISION_HALT: ERROR, Status.INACTIVE: OK,
 }
 
 _MESSAGES = {
@@ -58,6 +60,7 @@ _MESSAGES = {
     Status.OBSTACLE_NEAR: 'obstacle within the influence distance: moving the arm away',
     Status.COLLISION_NEAR: 'collision pair within the influence distance: approach bounded',
     Status.COLLISION_HALT: 'halted for collision: the motion would bring a pair too near',
+    Status.INACTIVE: 'inactive (node deactivated): commanding nothing',
 }
 
 

@@ -41,6 +41,10 @@ Topics (``E`` is each frame in ``end_effectors``):
   or non-positive sizes, unnormalised orientations and unknown frames are refused one
   marker at a time.
 
+A managed (lifecycle) node: with ``autostart`` it configures and activates itself at
+start; ``deactivate`` brakes the arm to rest and then publishes no command, ``activate``
+takes it again from the measured state (:mod:`ik_control.ros.controller_lifecycle`).
+
 Goals in ``base_frame`` (or with an empty frame_id) are used as they are; goals in another
 frame of the robot model are transformed by forward kinematics at the commanded state;
 other frames go through tf2 where tf2_ros is installed, and are refused otherwise.
@@ -60,8 +64,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES
-from ik_control.ros.cdr import (JointStateReader, SerializedTemplate, TrajectoryReader,
-                                TrajectoryWriter)
+from ik_control.ros.cdr import JointStateReader, TrajectoryReader
+from ik_control.ros.command_publisher import CommandPublisher
+from ik_control.ros.controller_lifecycle import ControllerLifecycle
 from ik_control.ros.controller_markers import controller_markers
 from ik_control.ros.controller_report import (controller_values, diagnostic_array, EventLog,
                                               StatusTopics)
@@ -80,20 +85,16 @@ from ik_control.validation import IkControlError, InputError
 from nav_msgs.msg import Path
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, String
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 NODE_NAME = 'ik_controller'
-#: command_interface velocity: rate at which an offset between the robot (joint_states)
-#: and the commanded path is corrected [1/s] (time constant 0.1 s, slower than the
-#: joint_states period and the transport's latency, so the loop stays stable)
-VELOCITY_FEEDBACK_GAIN = 10.0
 #: a kind of controller event is logged at most once per this period; the ones left out
 #: are counted in the next message [s]
 EVENT_LOG_PERIOD = 1.0
@@ -118,30 +119,38 @@ class _TickStats(LoopStats):
         super().record(start, compute, age)
 
 
-class IkControllerNode(GoalTopics, Node):
-    """The ``ik_controller`` node (module docstring; its goal callbacks: :class:`GoalTopics`)."""
+class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
+    """
+    The ``ik_controller`` node (module docstring).
+
+    Its transitions: :class:`ControllerLifecycle`; its goal callbacks: :class:`GoalTopics`.
+    """
 
     def __init__(self, **kwargs):
-        """Declare and check parameters, load the model, create interfaces and the timer."""
+        """Declare the parameters; with ``autostart``, configure and activate (ManagedNode)."""
         super().__init__(NODE_NAME, **kwargs)
-        values = declare_all(self, PARAMETERS)
-        self.values = values
+        self.values = declare_all(self, PARAMETERS)
+        self.controller = None  # until configured
+        # the realtime loop ticks in the main thread and the executor serves services,
+        # parameters and diagnostics from another: what changes the controller holds this
+        self.lock = threading.Lock()
+        if self.values['autostart']:
+            self._configure()  # a StartupError: one line, exit 2 (run_node)
+            self.trigger_configure()
+            self.trigger_activate()
+
+    def _configure(self):
+        """Check parameters, load the model, create interfaces and the timers (configure)."""
+        values = self.values
         self.model = load_model(values)
-        try:
-            self.controller = ResolvedRateController(self.model, controller_config(values))
-        except IkControlError as exc:
-            raise StartupError(str(exc)) from None
-        self._warn_deprecated(values)
-        # the position-IK fallback solves on its own thread, never on the control tick
-        self._ik_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix='ik_fallback')
-        self.controller.fallback.executor = self._ik_pool
         self.clock_ = self.get_clock()
         # the controller counts time from here: epoch seconds as floats resolve 0.24 us
         self.epoch_ns = self._now_ns()
         self._epoch = divmod(self.epoch_ns, 1_000_000_000)
-        # the realtime loop ticks in the main thread and the executor serves services,
-        # parameters and diagnostics from another: what changes the controller holds this
-        self.lock = threading.Lock()
+        # the position-IK fallback solves on its own thread, never on the control tick
+        self._ik_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix='ik_fallback')
+        self.controller = self._new_controller()
+        self._warn_deprecated(values)
         self._refusals = 0
         self._bad_stamps = 0  # joint_states whose stamp gives no latency (MAX_LATENCY)
         self._event_log = EventLog(self.get_logger(), EVENT_LOG_PERIOD)
@@ -169,22 +178,6 @@ class IkControllerNode(GoalTopics, Node):
         if interface not in COMMAND_INTERFACES:
             raise StartupError(f'command_interface must be one of {list(COMMAND_INTERFACES)}, '
                                f"not '{interface}'")
-        self._interface = interface
-        self._stamp_zero = interface == 'trajectory' and values['max_expected_latency'] == 0.0
-        names = list(self.model.joint_names)
-        if interface == 'trajectory':
-            msg_type = JointTrajectory
-            # a window: point 0, the knots ahead (each late tick adds the tail's), a
-            # braking knot per joint; 4 lead * rate_hz + n + 16 points overflowed on
-            # SIMON under load (121 points: the controller died)
-            self._writer = TrajectoryWriter(names, max_points=self.controller.path.max_points)
-            self._one_time = np.array([self.period])
-        else:
-            msg_type = Float64MultiArray
-            self._array = SerializedTemplate(
-                Float64MultiArray(), {'data': lambda msg, v: setattr(msg, 'data', v)},
-                len(names))
-            self._array_data = self._array.view('data')
         output_topic = values['output_topic'] or COMMAND_INTERFACES[interface]
         self.joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._on_joint_state,
@@ -218,12 +211,11 @@ class IkControllerNode(GoalTopics, Node):
                                         self._on_joint_trajectory, 10, callback_group=polled,
                                         raw=True)
         self._target_subs.append((plan, plan.callback))
-        self._out = self.create_publisher(msg_type, output_topic, 10)
+        self._out = CommandPublisher(self, interface, output_topic, self.model.joint_names,
+                                     self.period, self.controller.path.max_points,
+                                     values['max_expected_latency'] == 0.0)
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._viz = self.create_publisher(MarkerArray, '~/markers', 10)  # controller_markers
-        self._markers = ObstacleMarkers(fixed_obstacles(values['obstacles.fixed']))
-        if self._markers.fixed:
-            self.controller.set_obstacle_shapes(self._markers.shapes())
         self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
         self.create_service(Trigger, '~/hold', self._on_hold)
         self.create_service(Trigger, '~/resume', self._on_resume)
@@ -243,7 +235,20 @@ class IkControllerNode(GoalTopics, Node):
         self.get_logger().info(
             f"controlling {len(self.model.joint_names)} joints of '{self.model.name}' at "
             f"{values['rate_hz']:g} Hz, end effectors {list(self.model.end_effector_names)}, "
-            f"commands on '{self._out.topic_name}'")
+            f"commands on '{self._out.publisher.topic_name}'")
+
+    def _new_controller(self):
+        """Return the controller of the parameters, with the fixed obstacles, inactive."""
+        try:
+            controller = ResolvedRateController(self.model, controller_config(self.values))
+        except IkControlError as exc:
+            raise StartupError(str(exc)) from None
+        controller.fallback.executor = self._ik_pool
+        controller.release(self._now())  # ControllerLifecycle.on_activate engages it
+        self._markers = ObstacleMarkers(fixed_obstacles(self.values['obstacles.fixed']))
+        if self._markers.fixed:
+            controller.set_obstacle_shapes(self._markers.shapes())
+        return controller
 
     # ------------------------------------------------------------------ time
     def _now_ns(self):
@@ -345,7 +350,7 @@ class IkControllerNode(GoalTopics, Node):
         t1 = time.perf_counter()
         phase[UPDATE_PHASE] = t1 - t0
         if command is not None:
-            self._publish_command(command, now)
+            self._out.publish(command, self.epoch_ns + round(now * 1e9), self.controller)
             phase[PUBLISH_PHASE] = time.perf_counter() - t1
         self._status_topics.publish(self.controller)
         return command
@@ -412,7 +417,9 @@ class IkControllerNode(GoalTopics, Node):
         return age
 
     def spin(self, executor):
-        """Run the node: the realtime loop, or the executor alone (``loop: timer``)."""
+        """Run the node: the realtime loop once configured, or the executor (``loop: timer``)."""
+        while self.controller is None and self.values['loop'] != 'timer':
+            executor.spin_once(timeout_sec=0.1)  # autostart false: until configure
         if self.values['loop'] == 'timer':
             try:
                 executor.spin()
@@ -432,6 +439,7 @@ class IkControllerNode(GoalTopics, Node):
             # 50 us to 600 us, 150 us with this). Run by the executor thread itself.
             executor.create_task(set_realtime_priority, self.values['realtime_priority'] - 1,
                                  self.get_logger())
+        self._loop_runs = True
         try:
             self.loop.run()
         except Exception:  # noqa: B902 - Ctrl-C mid-wait invalidates the subscriptions
@@ -440,35 +448,6 @@ class IkControllerNode(GoalTopics, Node):
         finally:
             if self.values['statistics_file']:
                 self.stats.save(self.values['statistics_file'])
-
-    def _publish_command(self, command, now):
-        """
-        Publish the command of the tick at ``now`` [s] (module docstring).
-
-        trajectory: the window, header stamp ``now`` (or, with max_expected_latency 0,
-        the knot one period ahead alone, stamp zero); position and velocity: the path one
-        period ahead.
-        """
-        if self._interface == 'trajectory':
-            if self._stamp_zero:
-                q, v = command.at(self.period)
-                self._out.publish(self._writer.payload(0, self._one_time, q[None], v[None]))
-            else:
-                self._out.publish(self._writer.payload(self.epoch_ns + round(now * 1e9),
-                                                       command.times,
-                                                       command.positions, command.velocities))
-            return
-        q, v = command.at(self.period)
-        if self._interface == 'position':
-            self._array_data[:] = q
-        else:
-            # a velocity-commanded robot integrates what it is sent: the offset from the
-            # path (at the measurement's time) is fed back, or it would drift off it
-            c = self.controller
-            q_path, _ = c.path.sample(c.state_stamp)
-            v += VELOCITY_FEEDBACK_GAIN * (q_path - c.q_meas)
-            np.clip(v, -c.v_max, c.v_max, out=self._array_data)
-        self._out.publish(self._array.payload())
 
     def _publish_goal(self, force=False):
         self._status_topics.publish(self.controller, force)

@@ -118,6 +118,11 @@ PARAMETERS = {
         "arrive just after each joint_states message; under use_sim_time as 'on_joint_states'), "
         "'on_joint_states' (a tick per joint_states message, at the latest 1.5 periods after "
         "the last) or 'timer' (an rclpy timer at rate_hz)."),
+    'autostart': Param(
+        True,
+        'Configure and activate at start (a managed node that commands at once); false = '
+        'start unconfigured and wait for the lifecycle transitions (ros2 lifecycle set '
+        'configure, activate).'),
     'realtime_priority': Param(
         0, 'SCHED_FIFO priority of the loop (1-98; needs CAP_SYS_NICE or an rtprio limit); 0 = '
         'normal scheduling.', lo=0, hi=98),

@@ -25,7 +25,8 @@ limit (the action definition documents the fields). Its life:
   stopped) or none came within ``joint_state_timeout`` of acceptance, ``TIMEOUT`` after
   ``time_limit`` (the arm holds where it is), ``PREEMPTED`` when a newer goal takes over:
   another MoveToPose goal, or a ``target_pose``/``target_twist`` message for one of its
-  effectors;
+  effectors; ``INACTIVE`` when the node is deactivated (the arm brakes to rest; a goal
+  sent while it is inactive is ``INVALID_GOAL``);
 * **canceled**: the arm stops where it comes to rest: the controller's hold brakes every
   joint within its acceleration limit; at rest, the hold ends with that pose as the
   target of every effector (pose goals that came on the topics meanwhile are kept).
@@ -55,6 +56,7 @@ FEEDBACK_RATE = 10.0  # feedback messages and outcome checks per second [Hz]
 SETTLE_TICKS = 2  # control ticks after the targets are set before the errors count
 _STALE = int(status_mod.Status.STALE_STATE)
 _NO_STATE = int(status_mod.Status.NO_STATE)
+_INACTIVE = int(status_mod.Status.INACTIVE)
 
 
 def load_action_type():
@@ -165,6 +167,7 @@ class MoveToPoseServer:
         """Check a goal and express its targets in the base frame; InputError if invalid."""
         request = handle.request
         node, controller = self.node, self.node.controller
+        controller.check_engaged()
         names = list(request.end_effectors)
         if not names:
             raise InputError('end_effectors is empty: name at least one of '
@@ -325,7 +328,10 @@ class MoveToPoseServer:
             commanded_within = self._within(goal, errors[:, 0], errors[:, 1])
         timeout = self.node.controller.config.joint_state_timeout
         outcome = None
-        if snap.preempted:
+        if snap.status & _INACTIVE:
+            outcome = ('abort', Result.INACTIVE, 'the controller was deactivated: the arm '
+                       'braked to rest')
+        elif snap.preempted:
             outcome = ('abort', Result.PREEMPTED, 'preempted by a target_pose or '
                        f'target_twist message for {snap.preempted}')
         elif snap.status & _STALE or (snap.status & _NO_STATE and elapsed > timeout):
