@@ -4,7 +4,8 @@
 #   make venv          .venv with requirements.txt, ik_control (editable) and the
 #                      ik_control_interfaces actions (built with CMake and a C compiler)
 #   make demo          the demo (builds the venv first)
-#   make test          the test suite, on a fresh ROS_DOMAIN_ID
+#   make test          the test suite, on a fresh ROS_DOMAIN_ID (installs Debian's chromium
+#                      for the browser view's tests where missing, as root)
 #   make bench         the benchmarks
 #   make colcon-check  colcon build of this package in a scratch workspace
 #   make clean         remove the venv and build/test leftovers
@@ -31,7 +32,7 @@ TEST_DOMAIN_ID ?=
 ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export ROS_AUTOMATIC_DISCOVERY_RANGE
 
-.PHONY: venv demo test bench colcon-check clean
+.PHONY: venv browser demo test bench colcon-check clean
 
 venv: $(STAMP) $(IFACE_STAMP)
 
@@ -82,12 +83,26 @@ demo: venv
 	  if [ $$s -ge 128 ]; then exit $$s; elif [ $$s -ne 0 ]; then status=$$s; fi; \
 	done; exit $$status
 
+# The browser view's tests (test/test_viewer_nodes.py) open its page in Debian's chromium:
+# installed here when missing and this is root with apt-get (a CI machine), else named.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "ik_control: installing Debian's chromium for the browser view's tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	      > /dev/null || exit 1; \
+	  else \
+	    echo "ik_control: the browser view's tests need chromium" \
+	      "(Debian/Ubuntu: sudo apt-get install chromium)" >&2; exit 1; \
+	  fi; \
+	fi
+
 # The tests that start no node first, on TEST_WORKERS pytest-xdist workers; then those
 # that do (marker `nodes`, test/conftest.py), alone: their real-time loops must not share
 # the CPU with a second test. Both runs always; the exit status says if either failed (5,
 # nothing selected, is not a failure).
 TEST_WORKERS ?= 2
-test: venv
+test: venv browser
 	@ROS_DOMAIN_ID=$(or $(TEST_DOMAIN_ID),$$(( $$(od -An -N2 -tu2 /dev/urandom) % 100 + 1 ))); \
 	export ROS_DOMAIN_ID IK_CONTROL_TEST_EVERYTHING=1; \
 	echo "ROS_DOMAIN_ID=$$ROS_DOMAIN_ID"; status=0; \

@@ -38,7 +38,7 @@ setup(
     maintainer_email='ik_control@example.com',
     description='Resolved-motion-rate inverse kinematics control for ROS 2.',
     license='Apache-2.0',
-    extras_require={'test': ['pytest']},
+    extras_require={'test': ['pytest'], 'view': ['viser']},
     entry_points={
         'console_scripts': [
             'ik_control = ik_control.cli:main',
@@ -46,6 +46,7 @@ setup(
             'sim_robot = ik_control.ros.sim_robot_node:main',
             'jt_rrt_planner = ik_control.ros.jt_rrt_planner_node:main',
             'style_adapter = ik_control.ros.style_adapter_node:main',
+            'ik_viewer = ik_control.ros.viewer_node:main',
         ],
     },
 )

@@ -203,7 +203,7 @@ def _demo(args):
     from ik_control.ros.harness import demo
 
     try:
-        return demo.run(args.robot, args.backend, args.plot, args.bag)
+        return demo.run(args.robot, args.backend, args.plot, args.bag, args.view)
     except demo.DemoError as exc:
         print(f'ik_control demo: {exc}', file=sys.stderr)
         return EXIT_USAGE
@@ -217,6 +217,30 @@ def _move(args):
             'position_tolerance': args.position_tolerance,
             'orientation_tolerance': args.orientation_tolerance, 'time_limit': args.time_limit}
     return move_client.run(goal, action_name=args.action, server_timeout=args.wait)
+
+
+def _view(args):
+    from ik_control.ros import viewer_node
+
+    if sum(x is not None for x in (args.robot, args.params_file, args.urdf)) == 0:
+        args.robot = 'wam'
+    if args.robot is not None and (args.params_file or args.urdf):
+        print('ik_control view: give --robot, or --params-file, or --urdf with --base and '
+              '--tip', file=sys.stderr)
+        return EXIT_USAGE
+    if args.urdf is not None and args.params_file is None and not args.tip:
+        print('ik_control view: --urdf needs --tip (the end effectors; and --base)',
+              file=sys.stderr)
+        return EXIT_USAGE
+    ros_args = viewer_node.robot_arguments(args.robot, args.params_file, args.urdf,
+                                           args.base, args.tip or ())
+    ros_args += ['-p', f'host:={args.host}', '-p', f'port:={args.port}',
+                 '-p', f'controller:={args.controller}']
+    if args.namespace:
+        ros_args += ['-r', f'__ns:={args.namespace}']
+    print(f'ik_control view: http://{args.host}:{args.port}/ (Ctrl-C to stop)', flush=True)
+    return viewer_node.run_node(viewer_node.NODE_NAME, viewer_node.ViewerNode,
+                                args=['ik_viewer', '--ros-args', *ros_args])
 
 
 def _constraint_demo(args):
@@ -370,7 +394,29 @@ def build_parser():
                       help='--task goals: also record the run as a rosbag2 in the new '
                       'directory DIR (joint_states, commands, goals, goal states, status, '
                       'diagnostics; ros2 bag play opens it)')
+    demo.add_argument('--view', type=int, nargs='?', const=8080, default=None, metavar='PORT',
+                      help='--task goals: also serve the live browser view on '
+                      'http://127.0.0.1:PORT/ (default port 8080) while the demo runs')
     demo.set_defaults(func=_demo)
+
+    view = sub.add_parser('view', help='the robot live in a browser page (viser): goals, '
+                          'targets, obstacles, status; drag a gizmo to send a pose goal')
+    view.add_argument('--robot', choices=('wam', 'simon'), default=None,
+                      help='bundled robot (default: wam)')
+    view.add_argument('--params-file', default=None, metavar='FILE',
+                      help="a parameter file naming the robot (ik_controller's section: "
+                      'what ik_control setup writes)')
+    view.add_argument('--urdf', default=None, metavar='FILE', help='a URDF (with --base, --tip)')
+    view.add_argument('--base', default=None, help='--urdf: the base frame')
+    view.add_argument('--tip', action='append', help='--urdf: an end effector (repeatable)')
+    view.add_argument('--host', default='127.0.0.1',
+                      help='address to serve on (default 127.0.0.1: this machine only)')
+    view.add_argument('--port', type=int, default=8080, help='TCP port (default 8080)')
+    view.add_argument('--namespace', default='',
+                      help="the nodes' namespace (the demo's: /ik_control_demo)")
+    view.add_argument('--controller', default='ik_controller',
+                      help='name of the ik_controller node (default ik_controller)')
+    view.set_defaults(func=_view)
 
     mv = sub.add_parser('move', help='send a MoveToPose goal to a running ik_controller; '
                         'print feedback and the result')

@@ -209,6 +209,9 @@ def _string_parameter(text):
 
 
 RVIZ_CONFIG = 'config/ik_control.rviz'  # the robot and ik_controller's ~/markers
+#: the robot's parameters the viewer shares with the controller (ros/viewer_node.py)
+VIEWER_ROBOT = ('robot_description', 'urdf_path', 'base_frame', 'end_effectors',
+                'end_effector_modes', 'joints')
 
 
 # ---------------------------------------------------------------------- wam / simon
@@ -240,6 +243,8 @@ def bringup_description(urdf, params):
     * ``log_level`` (``info``): the nodes' log level.
     * ``rviz`` (``false``): also start RViz 2 with :data:`RVIZ_CONFIG`, its fixed frame the
       robot's base.
+    * ``view`` (``false``): also start ``ik_viewer``, the live browser view, on
+      ``http://127.0.0.1:<view_port>/`` (``view_port``, default 8080).
 
     Always started: robot_state_publisher (TF of the robot from ``joint_states``) and
     ``ik_controller``, both given the URDF text as ``robot_description`` (as is
@@ -284,6 +289,12 @@ def bringup_description(urdf, params):
             'rviz', default_value='false', choices=['true', 'false'],
             description='true: also start RViz 2 with config/ik_control.rviz (the robot, '
                         "ik_controller's ~/markers), fixed frame the robot's base."),
+        DeclareLaunchArgument(
+            'view', default_value='false', choices=['true', 'false'],
+            description='true: also serve the live browser view (ik_viewer) on '
+                        'http://127.0.0.1:<view_port>/.'),
+        DeclareLaunchArgument('view_port', default_value='8080',
+                              description='TCP port of the browser view.'),
         OpaqueFunction(function=bringup_actions, args=[params]),
     ])
 
@@ -331,6 +342,12 @@ def bringup_actions(context, params):
         actions.append(
             Node(package='ik_control', executable='sim_robot', name=SIM_ROBOT,
                  parameters=[params_file, sim_overrides, *clock], **common))
+    if parse_bool(argument('view'), 'view'):
+        shown = dict(node_parameters(params_file, CONTROLLER), **overrides)
+        robot = {k: shown[k] for k in VIEWER_ROBOT if k in shown}
+        actions.append(
+            Node(package='ik_control', executable='ik_viewer', name='ik_viewer',
+                 parameters=[robot, {'port': int(argument('view_port'))}, *clock], **common))
     if parse_bool(argument('rviz'), 'rviz'):
         base = overrides.get('base_frame') or node_parameters(params_file, CONTROLLER).get(
             'base_frame', 'base_link')

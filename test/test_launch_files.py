@@ -361,7 +361,8 @@ def test_bringup_launch_nodes(launch_api, robot_name, sim):
     files = ROBOTS[robot_name]
     declared_args, actions = run_launch_file(f'{robot_name}.launch.py', sim=sim)
     assert set(declared_args) == {'urdf', 'sim', 'backend', 'rate_hz', 'params_file',
-                                  'namespace', 'use_sim_time', 'log_level', 'rviz'}
+                                  'namespace', 'use_sim_time', 'log_level', 'rviz', 'view',
+                                  'view_port'}
     assert declared_args['urdf']['default_value'] == files['urdf']
     assert declared_args['sim']['default_value'] == 'true'
     assert declared_args['backend']['default_value'] == 'kinematic'
@@ -418,6 +419,25 @@ def test_bringup_params_file_namespace_sim_time_and_log_level(launch_api, tmp_pa
         assert {'use_sim_time': True} not in node.kwargs['parameters']
     with pytest.raises(ValueError, match="launch argument params_file: 'nope.yaml'"):
         run_launch_file('wam.launch.py', params_file='nope.yaml')
+
+
+@pytest.mark.parametrize('robot_name', sorted(ROBOTS))
+def test_view_true_starts_the_browser_view_of_the_controllers_robot(launch_api, robot_name):
+    from ik_control.ros.viewer_node import PARAMETERS as VIEWER
+
+    _, actions = run_launch_file(f'{robot_name}.launch.py')
+    assert not [n for n in nodes_of(actions) if n.kwargs['executable'] == 'ik_viewer']
+    _, actions = run_launch_file(f'{robot_name}.launch.py', view='true', view_port='8090')
+    viewer = node_by_executable(actions, 'ik_viewer')
+    robot, port = viewer.kwargs['parameters'][:2]
+    assert port == {'port': 8090}
+    assert set(robot) | set(port) <= set(VIEWER)  # only parameters the viewer declares
+    params = launch_util.package_file(ROBOTS[robot_name]['params'])
+    controller = launch_util.node_parameters(params, CONTROLLER)
+    for name in ('base_frame', 'end_effectors', 'joints'):
+        assert robot[name] == controller[name]
+    urdf_text = open(repo_path(ROBOTS[robot_name]['urdf']), encoding='utf-8').read()
+    assert string_value(robot['robot_description']) == urdf_text
 
 
 @pytest.mark.parametrize('robot_name, base', [('wam', 'wam_base'), ('simon', 'simon_base')])

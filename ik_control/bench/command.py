@@ -49,7 +49,8 @@ def _bench_loop(args):
 
     results = bench_loop.run(seconds=args.seconds, compare_seconds=args.compare_seconds,
                              progress=None if args.json else progress,
-                             action_client=args.action_client, profile=args.profile)
+                             action_client=args.action_client, profile=args.profile,
+                             view=args.view)
     emit(args, 'loop_action' if args.action_client else 'loop', results,
          bench_loop.table(results))
     return 0
@@ -241,6 +242,9 @@ def add_parser(sub):
     lp.add_argument('--profile', action='store_true',
                     help="also sample the chosen design's controller with py-spy and print "
                          "each function's share of the tick")
+    lp.add_argument('--view', action='store_true',
+                    help='also the chosen design with the browser view (ik_viewer) attached, '
+                         'for --compare-seconds (row <chosen>_viewer)')
     _output_options(lp, 'loop')
     lp.set_defaults(func=_bench_loop)
 

@@ -38,6 +38,7 @@ import collections
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -116,14 +117,21 @@ def _goal_poses(model, rng, count):
     return out
 
 
+def _free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
 def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
-               goals='topic', profile=False, extra=()):
+               goals='topic', profile=False, extra=(), viewer=False):
     """
     Run sim + controller with one loop design; return the measured figures.
 
     ``goals``: 'topic' (``target_pose`` messages) or 'action' (MoveToPose goals);
     ``profile``: also sample the controller with py-spy (module docstring); ``extra``:
-    more controller arguments (``-p collision.enabled:=false``).
+    more controller arguments (``-p collision.enabled:=false``); ``viewer``: the browser
+    view (``ik_viewer``) runs beside them, subscribed to the same topics.
     """
     model = robots.robot('simon')
     params = robots.data_path('config', 'simon.yaml')
@@ -141,6 +149,13 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
                       common + ['-p', f'loop:={loop}', '-p', f'realtime_priority:={priority}',
                                 '-p', f'statistics_file:={ctl_stats}', *extra], env,
                       STOP_TIMEOUT)
+    view = None
+    if viewer:
+        from ik_control.ros.viewer_node import robot_arguments
+        view = NodeProcess('ik_viewer', 'ik_control.ros.viewer_node',
+                           robot_arguments('simon') + ['-r', f'__ns:={ns}',
+                                                       '-p', f'port:={_free_port()}'],
+                           env, STOP_TIMEOUT)
     node = Node(f'bench_loop_{label}', namespace=ns)
     pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)
             for ee in model.end_effector_names]
@@ -189,6 +204,8 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
         if spy is not None and spy.poll() is None:
             spy.kill()
         node.destroy_node()
+        if view is not None:
+            view.stop()
         ctl.stop()
         sim.stop()
     data = np.load(ctl_stats)
@@ -310,12 +327,13 @@ def run_floor(seconds, rate_hz=1000.0, progress=None):
 
 
 def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False,
-        profile=False):
+        profile=False, view=False):
     """
     Measure the chosen design for ``seconds`` and the alternatives for ``compare_seconds``.
 
     With ``action_client``: the chosen design, with topic goals and with action goals.
-    With ``profile``: the chosen design's controller is sampled by py-spy.
+    With ``profile``: the chosen design's controller is sampled by py-spy. With ``view``:
+    the chosen design again with the browser view attached (``<chosen>_viewer``).
     """
     rclpy.init()
     try:
@@ -334,6 +352,10 @@ def run(seconds=60.0, compare_seconds=15.0, progress=None, action_client=False,
             results.append(run_config(f'{CHOSEN}_no_collision', loop, priority,
                                       compare_seconds, progress=progress,
                                       extra=('-p', 'collision.enabled:=false')))
+        if view:
+            _, loop, priority = next(c for c in CONFIGS if c[0] == CHOSEN)
+            results.append(run_config(f'{CHOSEN}_viewer', loop, priority, compare_seconds,
+                                      progress=progress, viewer=True))
         floor = run_floor(compare_seconds, progress=progress)
         return {'robot': 'simon', 'rate_hz_set': 1000.0, 'goals': GOALS, 'configs': results,
                 'rclpy_floor_us': floor}

@@ -35,7 +35,7 @@ from ik_control import robots
 from ik_control.control.motion_meter import MotionMeter
 from ik_control.ik.pose_error import pose_distance
 from ik_control.ros.harness.demo_nodes import (DemoError, NAMESPACE, progress, Recorder,
-                                               start_nodes, StopRequest)
+                                               start_nodes, start_viewer, StopRequest)
 from ik_control.ros.harness.demo_plot import plot
 from ik_control.ros.harness.node_process import discovery_summary, node_environment
 import numpy as np
@@ -331,11 +331,12 @@ def speeds_report(model, times, positions):
 
 
 # ---------------------------------------------------------------------- main
-def run(robot='wam', backend='kinematic', plot_path=None, bag=None):
+def run(robot='wam', backend='kinematic', plot_path=None, bag=None, view=None):
     """
     Run the demo; return the exit status (0: every goal behaved as expected).
 
-    ``bag``: a new directory to record the run into as a rosbag2, or None.
+    ``bag``: a new directory to record the run into as a rosbag2, or None; ``view``: a
+    port to serve the live browser view on (``ik_viewer``), or None.
     """
     if robot not in ROBOTS:
         raise DemoError(f"unknown robot '{robot}'; choose one of {', '.join(ROBOTS)}")
@@ -346,13 +347,13 @@ def run(robot='wam', backend='kinematic', plot_path=None, bag=None):
     stop = StopRequest()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return _run(robot, backend, plot_path or f'demo_{robot}.png', stop, bag)
+        return _run(robot, backend, plot_path or f'demo_{robot}.png', stop, bag, view)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _run(robot, backend, plot_path, stop, bag=None):
+def _run(robot, backend, plot_path, stop, bag=None, view=None):
     env = node_environment()
     started = time.monotonic()
     progress(f"starting sim_robot ({backend}) and ik_controller for '{robot}' in "
@@ -361,6 +362,9 @@ def _run(robot, backend, plot_path, stop, bag=None):
     processes, rec, interrupted = [], None, False
     try:
         processes = list(start_nodes(robot, backend, env))
+        if view is not None:
+            processes.append(start_viewer(robot, view, env))
+            progress(f'live view: http://127.0.0.1:{view}/')
         model = robots.robot(robot)
         steps = STEPS[robot](model)
         stop.deferred = True  # rclpy from here: stop at the next check, not inside rclpy

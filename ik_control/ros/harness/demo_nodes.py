@@ -85,6 +85,15 @@ def start_nodes(robot, backend, env):
     return sim, ctl
 
 
+def start_viewer(robot, port, env):
+    """Start the live browser view (``ik_viewer``) of ``robot``'s nodes on ``port``."""
+    from ik_control.ros.viewer_node import robot_arguments
+
+    return NodeProcess('ik_viewer', 'ik_control.ros.viewer_node',
+                       robot_arguments(robot) + ['-r', f'__ns:={NAMESPACE}',
+                                                 '-p', f'port:={port}'], env, STOP_TIMEOUT)
+
+
 # ---------------------------------------------------------------------- the ROS client
 def bag_topics(model):
     """
