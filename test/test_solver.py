@@ -316,6 +316,22 @@ def test_buss_experiment_reproduces_the_papers_robust_findings():
     assert any('half a link' in c for c in claims) and any('fifth' in c for c in claims)
 
 
+def test_the_alternate_jacobian_is_jerkier_folded_and_both_reach_the_close_targets():
+    """Buss's alternate-Jacobian claims as measured (docs/performance.md): the folded one holds."""
+    from ik_control.bench import buss_alternate
+
+    results = buss_alternate.run(steps=1200, damping=0.2)
+    usual, alternate = (law.name for law in buss_alternate.laws(0.2, results['d_max']))
+    folded = results['cases']['close, folded']
+    for name in (usual, alternate):
+        assert folded[name]['final_error'] < 1e-4  # both reach targets in reach
+    assert folded[alternate]['max_step'] > 1.2 * folded[usual]['max_step']
+    moving = results['cases']['moving']
+    assert moving[alternate] != moving[usual]  # the switch changes what the law does
+    claims = {c: ok for c, ok, _ in buss_alternate.checks(results)}
+    assert claims['jerky when folded, reaching a close target']
+
+
 def test_error_mode_sam_is_a_deprecated_alias_of_axis_cross():
     # users' configs name SAM eq. 21 'sam': still accepted, the same error
     assert SolverConfig(error_mode='sam').packed().tolist() == \

@@ -161,17 +161,18 @@ def jump_paths(model, steps, reach, hold=100, seed=0, overreach=1.3):
     return paths, jumped
 
 
-def run_law(model, law, paths, jumped=None, reset_all=False):
+def run_law(model, law, paths, jumped=None, reset_all=False, q0=None):
     """
     Simulate one law along ``paths``; return (steps x effectors errors [m], joints, us).
 
     ``jumped`` (steps x effectors) marks target jumps: the solver's adaptive ClampMag bound
-    is reset for the effectors that jumped (for all with ``reset_all``).
+    is reset for the effectors that jumped (for all with ``reset_all``); ``q0``: the start
+    configuration [rad] (default: all zero).
     """
     solver = VelocitySolver(model, law.config)
     steps, ne = paths.shape[:2]
     targets = np.tile(np.eye(4), (ne, 1, 1))
-    q = np.zeros(model.nq)
+    q = np.zeros(model.nq) if q0 is None else np.array(q0, dtype=float)
     err = np.empty((steps, ne))
     qs = np.empty((steps, model.nq))
     for k in range(steps):

@@ -15,10 +15,11 @@ from ik_control.validation import InputError
 
 
 def _bench_buss(args):
-    from ik_control.bench import buss
+    from ik_control.bench import buss, buss_alternate
 
     results = buss.run(steps=args.steps, progress=None if args.json else progress)
     checks = buss.checks(results)
+    alternate = buss_alternate.run(progress=None if args.json else progress)
     png = os.path.join(output_dir(args), 'buss.png')
     buss.plot(results, png)
     slim = json.loads(json.dumps(results))
@@ -27,11 +28,14 @@ def _bench_buss(args):
                 'laws', {}).values()):
             r.pop('error_series')
     slim['checks'] = [{'claim': c, 'holds': bool(ok)} for c, ok in checks]
+    slim['alternate_jacobian'] = dict(alternate, checks=[
+        {'claim': c, 'holds': bool(ok), 'figures': f}
+        for c, ok, f in buss_alternate.checks(alternate)])
     slim['plot'] = png
     emit(args, 'buss', slim, '\n'.join(
         [buss.table(results)]
         + [f"  [{'reproduced' if ok else 'NOT reproduced'}] {claim}" for claim, ok in checks]
-        + [f'plot: {png}']))
+        + buss_alternate.table(alternate) + [f'plot: {png}']))
     return 0   # findings that do not reproduce are reported as such, with their figures
 
 
@@ -99,7 +103,7 @@ def _bench_style(args):
         raise InputError('--pitches must be >= 0 and --kp positive')
     results = style.run(count=args.count, ccd_speed=args.ccd_speed, executor=args.executor,
                         pitches=args.pitches, kp=args.kp, limits=args.limits,
-                        progress=None if args.json else progress)
+                        progress=None if args.json else progress, exemplar=args.exemplar)
     png = style_report.plot(results, os.path.join(output_dir(args), 'style.png'))
     data = style_report.to_json(results)
     data['plot'] = png
@@ -298,6 +302,10 @@ def add_parser(sub):
                          "ik_controller's joint-trajectory law, the robot's saturation on "
                          '(default); --no-limits: each at its own speed, limits off (the '
                          'earlier measurement)')
+    st.add_argument('--exemplar', choices=('current', 'original'), default='current',
+                    help='the pick_and_place exemplar: the shipped one (default) or the one '
+                         'first authored, before it was re-authored '
+                         '(config/motions/pick_and_place_original.yaml)')
     _output_options(st, 'style')
     st.set_defaults(func=_bench_style)
 

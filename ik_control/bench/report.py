@@ -199,6 +199,11 @@ def buss_section(data):
     for check in data.get('checks', []):
         lines.append(f"- [{'x' if check['holds'] else ' '}] "
                      f"{'reproduced' if check['holds'] else 'NOT reproduced'}: {check['claim']}")
+    if data.get('alternate_jacobian'):
+        from ik_control.bench.buss_alternate import table
+        lines += ['', 'The alternate Jacobian (Buss sec. 4; '
+                  '`ik_control/bench/buss_alternate.py`):', '', '```',
+                  *table(data['alternate_jacobian']), '```']
     return lines
 
 

@@ -78,6 +78,8 @@ from ik_control.style.smoothness import smoothness
 import numpy as np
 
 MOTION = 'pick_and_place'
+#: ``--exemplar``: the shipped exemplar, or the one first authored (before its re-authoring)
+EXEMPLARS = {'current': MOTION, 'original': 'pick_and_place_original'}
 TABLE = (('Torso Y', 'torso_y', 2.55, 1.12), ('Torso X', 'torso_x', 2.39, 0.36),
          ('Shoulder X', 'right_shoulder_x', 0.78, 0.64),
          ('Shoulder Z', 'right_shoulder_z', 1.34, 0.51),
@@ -184,15 +186,17 @@ def _change_per_cm(a, b, step_m):
 
 
 def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitches=10,
-        kp=2000.0, limits=True, progress=None):
+        kp=2000.0, limits=True, progress=None, exemplar='current'):
     """
     Run the experiment (module docstring) and :func:`baseball`; return the results.
 
     ``limits``: execute both segments within SIMON's limits, slowed down alike
     (:func:`~.style_execution.execute_plan`); False: the earlier measurement, each at its
-    own speed straight to the simulator with the saturation off.
+    own speed straight to the simulator with the saturation off. ``exemplar``: a key of
+    :data:`EXEMPLARS`.
     """
-    adapter = StyleAdapter(MOTION, dt=DT)
+    motion_name = EXEMPLARS[exemplar]
+    adapter = StyleAdapter(motion_name, dt=DT)
     model = adapter.model
     names = model.joint_names
     if tuple(adapter.exemplar.joint_names) != names:
@@ -259,6 +263,7 @@ def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitche
         if progress and (c + 1) % 10 == 0:
             progress(f'{c + 1}/{count} constraints')
     results = summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor)
+    results['motion'] = motion_name
     results['kp'] = kp
     results['limits'] = dict(setup._asdict(), enforced=bool(limits))
     results['fine_increment_rad'] = adapter.search.fine_increment.tolist()
@@ -272,7 +277,7 @@ def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitche
                                                 for m in outer)),
         'grid_margin': float(np.max((adapter.search.grid_lower - adapter.search.box_lower[k])
                                     / (adapter.search.box_upper - adapter.search.box_lower)[k]))}
-    refined = StyleAdapter(MOTION, dt=DT, refine_iterations=10)
+    refined = StyleAdapter(motion_name, dt=DT, refine_iterations=10)
     errors = [refined.adapt(p, names, q_start, start='pick').search_error for p in constraints]
     results['refined_search_error_mm'] = {'median': float(np.median(errors)) * 1e3,
                                           'p95': float(np.percentile(errors, 95)) * 1e3,

@@ -1,5 +1,7 @@
 """
-``ik_controller``'s ``~/markers`` (visualization_msgs/MarkerArray) for RViz, at diagnostics_rate.
+``ik_controller``'s ``~/markers`` (visualization_msgs/MarkerArray) for RViz and the viewer.
+
+Published at ``markers_rate`` while anything subscribes to the topic.
 
 What the controller is doing, in the base frame, each array starting with DELETEALL (so
 a goal or obstacle gone is gone from the view):

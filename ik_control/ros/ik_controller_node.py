@@ -13,7 +13,9 @@ Topics (``E`` is each frame in ``end_effectors``):
   velocities for the forward command controllers; latched, on change, ``~/status``
   (std_msgs/UInt32, the Status bit field), ``~/E/goal_reached`` (std_msgs/Bool) and
   ``~/E/goal_state`` (std_msgs/UInt8, the GoalState code); diagnostic_msgs/DiagnosticArray
-  on ``/diagnostics`` at ``diagnostics_rate``;
+  on ``/diagnostics`` at ``diagnostics_rate``; ``~/markers`` (visualization_msgs/
+  MarkerArray: goals, targets, obstacles, the closest pair) at ``markers_rate`` while
+  anything subscribes to it;
 * subscribes ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, every controlled
   joint, header stamp zero = now): a joint-space plan (``jt_rrt_planner``'s, the style
   adapter's) followed within the limits until its end, then held; a pose or twist goal
@@ -225,6 +227,7 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         if polled is None:
             self.create_timer(self.period, self._tick)
         self.create_timer(1.0 / values['diagnostics_rate'], self._publish_diagnostics)
+        self.create_timer(1.0 / values['markers_rate'], self._publish_markers)
         self.create_timer(EVENT_DRAIN_PERIOD, self._log_events)
         # tick statistics over the ticks since the last diagnostics (the whole 64k buffer
         # took 22 ms, a stall of the loop, twice a second)
@@ -457,15 +460,23 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
             c = self.controller
             status = c.status
             values = controller_values(c, self._refusals, self._bad_stamps)
-            seen = (c.goals.goal.copy(), c.goals.targets.copy(), self._markers.shapes(),
-                    None if c.collision is None or not c.collision.closest_pair else
-                    (c.collision.closest_pair, c.collision.closest_distance))
         values += [(key, f'{value:.1f}') for key, value in
                    self.stats.summary(self.period, self._ticks_per_diagnostics).items()]
         stamp = self.clock_.now().to_msg()
         self._diag.publish(diagnostic_array(f'{self.get_name()}: resolved-rate controller',
                                             self.model.name, status, values, stamp))
-        self._viz.publish(controller_markers(*seen, self.model.base_frame, stamp))
+
+    def _publish_markers(self):
+        """Publish ``~/markers`` (controller_markers) if anything subscribes to it."""
+        if self._viz.get_subscription_count() == 0:
+            return
+        with self.lock:  # the goals, targets and scene at one tick, copied quickly
+            c = self.controller
+            seen = (c.goals.goal.copy(), c.goals.targets.copy(), self._markers.shapes(),
+                    None if c.collision is None or not c.collision.closest_pair else
+                    (c.collision.closest_pair, c.collision.closest_distance))
+        self._viz.publish(controller_markers(*seen, self.model.base_frame,
+                                             self.clock_.now().to_msg()))
 
 
 def main(args=None):

@@ -149,6 +149,9 @@ PARAMETERS = {
         'measurement [rad].', lo=0.0001, hi=3.2, dynamic=True),
     'diagnostics_rate': Param(
         2.0, 'Rate of /diagnostics messages [Hz].', lo=0.1, hi=100.0),
+    'markers_rate': Param(
+        30.0, 'Rate of ~/markers (goals, targets, obstacles, the closest pair) while anything '
+        'subscribes to it (RViz, ik_control view) [Hz].', lo=0.1, hi=100.0),
     'solver.method': _setting(
         'solver.method', 'Velocity law: transpose, pseudoinverse, dls, dls_svd or sdls.',
         dynamic=True),
