@@ -160,3 +160,96 @@ def test_constraint_demo_command_keeps_the_palm_on_the_plane(tmp_path, capsys):
     assert summary['plane_error_max_m'] < 1e-9 and summary['held_error_max_m'] < 1e-9
     assert summary['tracking_error_max_m'] < 1e-4
     assert summary['free_palm_off_plane_max_m'] > 0.03      # without them it leaves the plane
+
+
+def _urdf_centre_of_mass(q):
+    """
+    SIMON's centre of mass [m] in simon_base at controlled ``q``: pinocchio on the URDF.
+
+    Its ``<mimic>`` joints (the torso's parallel link) follow their leaders, read here
+    from the URDF itself.
+    """
+    from xml.etree import ElementTree
+
+    import pinocchio as pin
+
+    path = robots.urdf_path('simon')
+    model = pin.buildModelFromUrdf(path)
+    data = model.createData()
+    qt = pin.neutral(model)
+    values = dict(zip(SIMON.joint_names, q))
+    for joint in ElementTree.parse(path).getroot().iter('joint'):
+        mimic = joint.find('mimic')
+        if mimic is not None:
+            values[joint.get('name')] = (float(mimic.get('multiplier', 1.0))
+                                         * values[mimic.get('joint')]
+                                         + float(mimic.get('offset', 0.0)))
+    for name, value in values.items():
+        qt[model.joints[model.getJointId(name)].idx_q] = value
+    c = pin.centerOfMass(model, data, qt)
+    pin.framesForwardKinematics(model, data, qt)
+    base = data.oMf[model.getFrameId('simon_base')]
+    return base.rotation.T @ (c - base.translation)
+
+
+def test_the_centre_of_mass_reaches_its_target_while_the_palm_stays_on_the_table():
+    """Welman's centre-of-mass handle moved as a task, the palm held on its plane."""
+    from ik_control.ik.constraints import CentreOfMass
+
+    q = np.array(robots.ready_pose('simon'), dtype=float)
+    palm = Handle('right_hand')
+    p0, _ = palm.placement(SIMON, q)
+    cs = ConstraintSet(SIMON, [PointOnPlane(palm, p0, (0.0, 0.0, 1.0))])
+    com = CentreOfMass()
+    c0 = com.placement(SIMON, q)[0]
+    np.testing.assert_allclose(c0, _urdf_centre_of_mass(q), atol=1e-12)
+    target = c0 + np.array([0.03, 0.0, -0.005])   # lean forward: the torso pitches
+    dt, gain = 0.01, 5.0
+    for _ in range(600):
+        c, J, _ = com.jacobians(SIMON, q)
+        q = cs.step(q, cs.task_velocity(q, J, gain * (target - c)), dt).q
+        assert cs.residual(q) < 1e-9
+    assert np.linalg.norm(_urdf_centre_of_mass(q) - target) < 1e-3
+    assert abs(palm.placement(SIMON, q)[0][2] - p0[2]) < 1e-9
+    assert np.all(q >= SIMON.lower) and np.all(q <= SIMON.upper)
+
+
+@pytest.mark.parametrize('held', [True, False])
+def test_a_com_constraint_keeps_the_centre_of_mass_on_its_line_while_the_hand_moves(held):
+    """
+    ``frame: com`` in the controller's constraints: the robot's mass stays over its base.
+
+    Negative control (``held`` False, no constraint): the same goal moves it off the line.
+    """
+    from ik_control.control.config import ControllerConfig
+    from ik_control.control.controller import ResolvedRateController
+
+    rate = 200.0
+    line = '[{type: line, frame: com, direction: [0, 0, 1]}]' if held else ''
+    config = ControllerConfig(rate_hz=rate, fallback_strategy='off', collision_enabled=False,
+                              constraints=line)
+    c = ResolvedRateController(SIMON, config)
+    q = np.array(robots.ready_pose('simon'), dtype=float)
+    c.set_joint_state(SIMON.joint_names, q, 0.0)
+    c.update(0.0)
+    c0 = _urdf_centre_of_mass(q)
+    goal = SIMON.frame_placements(q)[0]
+    goal[:3, 3] += (0.1, -0.05, 0.05)
+    c.set_target_matrix('right_hand', goal)
+    worst = 0.0
+    for k in range(1, 401):   # an ideal robot at each committed knot
+        q = c.update(k / rate).at(1.0 / rate)[0]
+        c.set_joint_state(SIMON.joint_names, q, k / rate)
+        worst = max(worst, float(np.linalg.norm((_urdf_centre_of_mass(q) - c0)[:2])))
+    assert worst < 1e-9 if held else worst > 1e-3, worst
+    hand = SIMON.frame_placements(q)[0][:3, 3]
+    assert np.linalg.norm(hand - goal[:3, 3]) < 0.05  # the hand still went most of the way
+
+
+def test_the_centre_of_mass_frame_takes_no_orientation_or_point():
+    from ik_control.control.constrained_motion import constraints_from_yaml
+
+    with pytest.raises(InputError, match='centre of mass'):
+        constraints_from_yaml('[{type: orientation, frame: com}]')
+    with pytest.raises(InputError, match='centre of mass'):
+        constraints_from_yaml('[{type: point, frame: com, point: [0, 0, 0.1]}]')

@@ -56,7 +56,10 @@ point types, the handle ``point`` in that frame [m] (default its origin)::
     - {type: orientation, frame: right_hand}                       # quaternion: [x, y, z, w]
     - {type: point, frame: left_hand}                              # target: [x, y, z]
     - {type: line, frame: left_hand, direction: [1, 0, 0]}         # line_point: [x, y, z]
+    - {type: line, frame: com, direction: [0, 0, 1]}               # the centre of mass
 
+``frame: com`` is the robot's centre of mass (:class:`~ik_control.ik.constraints.
+CentreOfMass`: kept over its support by a vertical line, say), for the point types only.
 ``plane_point``, ``line_point``, ``target`` and ``quaternion`` are in the base frame; left
 out, they are where the handle is when the constraints take effect (the first tick
 after they were set), so ``normal: [0, 0, 1]`` alone keeps the palm on the horizontal
@@ -65,8 +68,8 @@ joint``) does not know the constraints: with constraints, use ``posture`` or ``o
 """
 
 from ik_control.control import limits as limits_mod
-from ik_control.ik.constraints import (constraint_projector, ConstraintSet, Handle,
-                                       lagrange_multipliers, Orientation, PointOnLine,
+from ik_control.ik.constraints import (CentreOfMass, COM, constraint_projector, ConstraintSet,
+                                       Handle, lagrange_multipliers, Orientation, PointOnLine,
                                        PointOnPlane, PointToPoint, task_motion)
 from ik_control.validation import (finite_vector, InputError, quaternion_to_matrix,
                                    unit_quaternion)
@@ -144,6 +147,10 @@ def constraints_from_yaml(text):
         if not isinstance(spec.get('frame'), str) or not spec['frame']:
             raise InputError(f'constraint {i} ({kind}): needs the link frame (frame: name)')
         checked = {'type': kind, 'frame': spec['frame']}
+        if spec['frame'] == COM and (kind == 'orientation' or 'point' in spec):
+            raise InputError(f'constraint {i} ({kind}): frame {COM} is the centre of mass, a '
+                             'point without orientation or an offset (type plane, line or '
+                             'point, no point:)')
         try:
             if kind != 'orientation':
                 checked['point'] = finite_vector(spec.get('point', (0.0, 0.0, 0.0)), 3,
@@ -177,7 +184,7 @@ def bind(model, specs, q):
                  else model.pin_frame_placement(q, frame)[:3, :3])
             made.append(Orientation(frame, R))
             continue
-        handle = Handle(frame, tuple(spec['point']))
+        handle = CentreOfMass() if frame == COM else Handle(frame, tuple(spec['point']))
         here = handle.placement(model, q)[0]
         if kind == 'plane':
             made.append(PointOnPlane(handle, spec.get('plane_point', here), spec['normal']))
@@ -223,7 +230,7 @@ class ConstrainedMotion:
             self.set = ConstraintSet(model, objects, feedback_gain=feedback_gain)
         else:
             for i, spec in enumerate(specs):
-                if not model.pin_model.existFrame(spec['frame']):
+                if spec['frame'] != COM and not model.pin_model.existFrame(spec['frame']):
                     raise InputError(f"constraint {i}: frame '{spec['frame']}' is not in the "
                                      'robot model')
         self.specs = specs

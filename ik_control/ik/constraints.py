@@ -7,8 +7,12 @@ thesis, Simon Fraser University, 1993, ch. 5): constraints are geometric functio
 pose, ``C(q) = 0``; "assume starting out in a satisfied configuration", forces are applied
 to the figure, and the components of them that would violate a constraint are cancelled.
 
-A *handle* is a point fixed on a link (``frame`` plus ``point`` [m] in that frame) or the
-link's orientation. The constraints (:class:`PointToPoint`, :class:`PointOnPlane`,
+A *handle* is a point fixed on a link (``frame`` plus ``point`` [m] in that frame), the
+link's orientation, or the robot's centre of mass (:class:`CentreOfMass`, frame name
+:data:`COM`: the mass-weighted mean of the links' centres of mass, pinocchio's
+``centerOfMass``, with its Jacobian ``jacobianCenterOfMass``), which the point
+constraints take as they take a link's point (Welman's centre-of-mass handle: a figure
+kept balanced over its support). The constraints (:class:`PointToPoint`, :class:`PointOnPlane`,
 :class:`PointOnLine`, :class:`Orientation`) each know their value ``C_i(q)`` and their
 Jacobian ``J_i = dC_i/dq``; stacked they give ``C`` and the constraint Jacobian ``J_c``.
 
@@ -58,6 +62,26 @@ def _unit(vector, what):
     if n < 1e-12:
         raise InputError(f'{what} must not be zero')
     return v / n
+
+
+COM = 'com'  #: the handle frame name that means the robot's centre of mass
+
+
+@dataclass
+class CentreOfMass:
+    """The robot's centre of mass as a handle (module docstring); ``point`` is unused."""
+
+    frame: str = COM
+    point: tuple = (0.0, 0.0, 0.0)
+
+    def placement(self, model, q):
+        """Return (the centre of mass [m], identity) in the base frame at ``q``."""
+        return model.centre_of_mass(q)[0], np.eye(3)
+
+    def jacobians(self, model, q):
+        """Return (position, its Jacobian J_c (3 x nq), zero angular Jacobian)."""
+        c, J = model.centre_of_mass(q)
+        return c, J, np.zeros_like(J)
 
 
 @dataclass

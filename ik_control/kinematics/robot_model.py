@@ -343,10 +343,28 @@ class RobotModel:
                                      pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
         R = self.base_inv[:3, :3]
         J = np.vstack([R @ J[:3], R @ J[3:]])
+        return J @ self._coupling()
+
+    def _coupling(self):
+        """Return ``C`` (tree joints x controlled): tree velocities ``C q_dot`` (mimics)."""
         coupling = np.zeros((len(self.tree_joint_names), self.nq))
         rows = np.flatnonzero(self.ctrl_index >= 0)
         coupling[rows, self.ctrl_index[rows]] = self.multiplier[rows]
-        return J @ coupling
+        return coupling
+
+    def centre_of_mass(self, q):
+        """
+        Return the robot's centre of mass ``c`` [m] and its Jacobian (3 x nq), base frame.
+
+        pinocchio's ``centerOfMass`` and ``jacobianCenterOfMass`` over every link of the
+        model (locked joints at their locked values), ``dc/dq = J_c`` through the mimic
+        coupling; the base frame's placement is fixed, so ``c_base = R c + t``.
+        """
+        qt = self.tree_configuration(q)
+        c = pin.centerOfMass(self.pin_model, self.pin_data, qt)
+        J = pin.jacobianCenterOfMass(self.pin_model, self.pin_data, qt)
+        R, t = self.base_inv[:3, :3], self.base_inv[:3, 3]
+        return R @ c + t, (R @ J) @ self._coupling()
 
 
 class KinematicsWorkspace:
