@@ -164,7 +164,7 @@ def test_constraint_demo_command_keeps_the_palm_on_the_plane(tmp_path, capsys):
 
 def _urdf_centre_of_mass(q):
     """
-    SIMON's centre of mass [m] in simon_base at controlled ``q``: pinocchio on the URDF.
+    Return the centre of mass [m] of SIMON in simon_base at ``q``: pinocchio on the URDF.
 
     Its ``<mimic>`` joints (the torso's parallel link) follow their leaders, read here
     from the URDF itself.

@@ -173,10 +173,29 @@ def test_joint_centering_gradient_is_sam_eq_18():
     lower, upper = np.array([-1.0, 0.0]), np.array([1.0, 2.0])
     q = np.array([0.5, 0.5])
     grad = np.zeros(2)
-    nullspace.joint_centering_gradient(q, lower, upper, grad)
+    nullspace.posture_gradient(q, lower, upper, (lower + upper) / 2, np.ones(2), 2.0, grad)
     H = lambda x: np.sum(((x - (lower + upper) / 2) / ((upper - lower) / 2)) ** 2)  # noqa: E731
     numeric = [(H(q + d) - H(q - d)) / 2e-6 for d in np.eye(2) * 1e-6]
     np.testing.assert_allclose(grad, numeric, rtol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), psi=st.sampled_from([1.5, 2.0, 3.0, 4.0]))
+def test_the_posture_gradient_is_the_gradient_of_parents_control_term(seed, psi):
+    """H = sum alpha_i ((q_i - q_ci) / dq_i)^psi: desired angles, weights and psi."""
+    rng = np.random.default_rng(seed)
+    lower = rng.uniform(-3.0, -0.5, 5)
+    upper = rng.uniform(0.5, 3.0, 5)
+    centre = rng.uniform(lower, upper)
+    weight = rng.uniform(0.0, 3.0, 5)
+    q = rng.uniform(lower, upper)
+    grad = np.zeros(5)
+    nullspace.posture_gradient(q, lower, upper, centre, weight, psi, grad)
+    half = (upper - lower) / 2
+    H = lambda x: np.sum(weight * np.abs((x - centre) / half) ** psi)  # noqa: E731
+    h = 1e-6
+    numeric = np.array([(H(q + d) - H(q - d)) / (2 * h) for d in np.eye(5) * h])
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
 
 
 def test_task_priority_keeps_the_primary_task_and_uses_what_is_left():

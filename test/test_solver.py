@@ -336,3 +336,56 @@ def test_error_mode_sam_is_a_deprecated_alias_of_axis_cross():
     # users' configs name SAM eq. 21 'sam': still accepted, the same error
     assert SolverConfig(error_mode='sam').packed().tolist() == \
         SolverConfig(error_mode='axis_cross').packed().tolist()
+
+
+def _posture_run(target, weights=(), psi=2.0, ticks=3000):
+    """Hold the WAM's tool pose at 500 Hz with Parent's posture term; (q0, q, drift)."""
+    from dataclasses import replace
+
+    wam = robots.robot('wam')
+    base = ControllerConfig()
+    config = ControllerConfig(rate_hz=500.0, fallback_strategy='off', collision_enabled=False,
+                              solver=replace(base.solver, centering_gain=2.0,
+                                             posture_target=tuple(target),
+                                             posture_weights=tuple(weights),
+                                             posture_exponent=psi))
+    c = ResolvedRateController(wam, config)
+    q0 = np.array(robots.ready_pose('wam'), dtype=float)
+    q, t = q0.copy(), 0.0
+    c.set_joint_state(wam.joint_names, q, t)
+    T0 = wam.frame_placements(q)[0]
+    for _ in range(ticks):
+        t += 1.0 / 500.0
+        c.set_joint_state(wam.joint_names, q, t)
+        q = c.update(t).at(1.0 / 500.0)[0]
+    return q0, q, float(np.linalg.norm(wam.frame_placements(q)[0][:3, 3] - T0[:3, 3]))
+
+
+@pytest.mark.parametrize('sign', [1.0, -1.0])
+def test_parents_posture_term_turns_the_arm_toward_the_desired_angle_with_the_hand_held(sign):
+    """Desired angles in the nullspace (SAM eq. 16): the upper arm rolls, the tool stays."""
+    target = np.array(robots.ready_pose('wam'), dtype=float)
+    target[2] = sign * 0.8   # wam_j3, the upper arm's roll
+    q0, q, drift = _posture_run(target)
+    assert sign * (q[2] - q0[2]) > 0.2
+    assert drift < 1e-6
+    # a larger psi pulls less at offsets under a half range (|d / half range| < 1)
+    _, q4, drift = _posture_run(target, psi=4.0)
+    assert 0.0 < sign * (q4[2] - q0[2]) < 0.5 * sign * (q[2] - q0[2]) and drift < 1e-6
+    # a weight of 0 frees that joint: the pull toward its desired angle is gone
+    weights = np.ones(7)
+    weights[2] = 0.0
+    _, q_free, _ = _posture_run(target, weights)
+    np.testing.assert_allclose(q_free, q0, atol=1e-9)
+
+
+def test_posture_settings_of_the_wrong_length_or_outside_the_limits_are_refused():
+    wam = robots.robot('wam')
+    with pytest.raises(InputError, match='7 values'):
+        VelocitySolver(wam, SolverConfig(posture_target=(0.0, 0.0)))
+    with pytest.raises(InputError, match='inside the joint limits'):
+        VelocitySolver(wam, SolverConfig(posture_target=(10.0,) * 7))
+    with pytest.raises(InputError, match='>= 0'):
+        SolverConfig(posture_weights=(-1.0,) * 7).validate()
+    with pytest.raises(InputError, match='>= 1'):
+        SolverConfig(posture_exponent=0.5).validate()

@@ -14,6 +14,8 @@ Secondary goals as ``z = -alpha grad H`` (SAM eq. 17):
 
 * joint centering, SAM eq. (18): ``H = sum ((q_i - q_ci) / dq_i)^2`` so
   ``grad H = 2 (q - q_c) / dq^2`` with ``q_c`` the range centre and ``dq`` the half range;
+  Parent's control term generalises it (:func:`posture_gradient`): desired angles
+  ``q_c``, per-joint weights and an exponent ``psi``;
 * manipulability (Yoshikawa) ``w = sqrt(det(J J^T))``, maximised: ``z = +alpha grad w``,
   the gradient by central differences of the compiled kinematics.
 
@@ -30,11 +32,25 @@ import numpy as np
 
 
 @njit(cache=True, nogil=True)
-def joint_centering_gradient(q, lower, upper, out):
-    """Write ``grad H`` of SAM eq. (18), ``2 (q - q_c) / dq^2``, from the joint limits."""
+def posture_gradient(q, lower, upper, centre, weight, psi, out):
+    """
+    Write ``grad H`` of the posture term into ``out``.
+
+    Parent's control term ``H = sum_i alpha_i ((q_i - q_ci) / dq_i)^psi`` (the notes'
+    "bias to desired angles", with ``H = sum alpha_i (theta_i - theta_ci)^psi``), each
+    joint's offset measured in its half range ``dq_i`` so that the weights ``alpha_i``
+    ([-], ``weight``) compare joints of different ranges; desired angles ``q_ci``
+    (``centre``) [rad]. Its gradient is ``alpha_i psi |d_i|^(psi-1) sgn(d_i) / dq_i^psi``
+    with ``d_i = q_i - q_ci``. With ``q_c`` the middle of each range, ``alpha = 1`` and
+    ``psi = 2`` it is SAM eq. (18), ``2 (q - q_c) / dq^2``.
+    """
     for i in range(q.shape[0]):
         half = 0.5 * (upper[i] - lower[i])
-        out[i] = 2.0 * (q[i] - 0.5 * (upper[i] + lower[i])) / (half * half)
+        d = q[i] - centre[i]
+        if psi == 2.0:
+            out[i] = weight[i] * 2.0 * d / (half * half)
+        else:
+            out[i] = weight[i] * psi * np.sign(d) * np.abs(d) ** (psi - 1.0) / half ** psi
 
 
 @njit(cache=True, nogil=True)

@@ -56,6 +56,9 @@ class SolverConfig:
     error_mode: str = 'log3'            # log3 | se3 | axis_cross (sam: deprecated alias)
     alternate_jacobian: bool = False    # Buss's Jacobian at the target positions
     centering_gain: float = 0.0         # alpha of SAM eq. 17 for joint centering (eq. 18)
+    posture_target: tuple = ()          # Parent's desired angles theta_c [rad]; () = mid-range
+    posture_weights: tuple = ()         # Parent's per-joint alpha_i [-]; () = 1 each
+    posture_exponent: float = 2.0       # Parent's psi (2: SAM eq. 18) [-]
     manipulability_gain: float = 0.0    # alpha for the manipulability gradient
     gain: float = 1.0                   # fraction of the (clamped) error corrected per update
 
@@ -76,6 +79,14 @@ class SolverConfig:
             raise InputError(f'solver.gain must be in (0, 1], got {self.gain}')
         if self.method == 'sdls' and self.sdls_gamma_max <= 0:
             raise InputError('solver.sdls_gamma_max must be > 0')
+        if not self.posture_exponent >= 1.0:
+            raise InputError(f'solver.posture_exponent must be >= 1, got {self.posture_exponent}')
+        for name in ('posture_target', 'posture_weights'):
+            values = getattr(self, name)
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+                raise InputError(f'solver.{name} must be finite numbers, got {list(values)}')
+        if any(w < 0 for w in self.posture_weights):
+            raise InputError('solver.posture_weights must be >= 0')
         return self
 
     def packed(self):
@@ -99,6 +110,7 @@ class SolverConfig:
         p[P_CENTERING] = self.centering_gain
         p[P_MANIP] = self.manipulability_gain
         p[P_GAIN] = self.gain
+        p[P_PSI] = self.posture_exponent
         return p
 
     def as_dict(self):
@@ -108,7 +120,9 @@ class SolverConfig:
 
 (P_METHOD, P_LAMBDA0, P_ADAPTIVE, P_LAMBDA_MAX, P_EPSILON, P_PINV_THRESHOLD, P_GAMMA_MAX, P_DMAX,
  P_DMAX_ROT, P_ADAPTIVE_CLAMP, P_MAX_STEP, P_ORIENT_W, P_ERROR_MODE, P_ALTERNATE, P_CENTERING,
- P_MANIP, P_GAIN, P_SIZE) = range(18)
+ P_MANIP, P_GAIN, P_PSI, P_SIZE) = range(19)
+# after the P_SIZE scalars, per joint: the posture's desired angles theta_c, its weights
+# alpha_i (VelocitySolver.configure)
 
 # info slots written by solve_step
 STATUS_OK, STATUS_BAD_INPUT = 0, 1
@@ -164,8 +178,8 @@ class SolverViews(NamedTuple):
 def buffer_size(IX):
     """Length of the solver buffer ``B`` (see :func:`buffer_views`)."""
     ne, nq, m = IX[1], IX[2], IX[3]
-    return (P_SIZE + 2 * kernels.work_size(IX) + m * m + 3 * m + 6 * nq + 4 * ne + INFO_SIZE + 9
-            + nq * m + m)
+    return (P_SIZE + 2 * nq + 2 * kernels.work_size(IX) + m * m + 3 * m + 6 * nq + 4 * ne
+            + INFO_SIZE + 9 + nq * m + m)
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -173,7 +187,7 @@ def buffer_views(IX, B):
     """Return the :class:`SolverViews` of the solver buffer ``B``."""
     ne, nq, m = IX[1], IX[2], IX[3]
     ws = kernels.work_size(IX)
-    P, o = buffers.vector(B, 0, P_SIZE)
+    P, o = buffers.vector(B, 0, P_SIZE + 2 * nq)
     W, o = buffers.vector(B, o, ws)
     W2, o = buffers.vector(B, o, ws)
     L, o = buffers.matrix(B, o, m, m)
@@ -361,8 +375,9 @@ def add_nullspace_term(F, IX, P, model, J, v, q):
     """
     Step 5: ``dq += (I - J^+ J) z``, SAM eq. (16), through the exact projector.
 
-    ``z`` is ``-centering_gain`` times the joint-centering gradient (SAM eq. 17-18) plus
-    ``manipulability_gain`` times the manipulability gradient, zero for inactive joints.
+    ``z`` is ``-centering_gain`` times the posture gradient (SAM eq. 17-18 with Parent's
+    desired angles, weights and exponent: :func:`~ik_control.ik.nullspace.posture_gradient`)
+    plus ``manipulability_gain`` times the manipulability gradient, zero for inactive joints.
     """
     c_gain = P[P_CENTERING]
     m_gain = P[P_MANIP]
@@ -373,7 +388,8 @@ def add_nullspace_term(F, IX, P, model, J, v, q):
     for i in range(nq):
         z[i] = 0.0
     if c_gain > 0.0:
-        nullspace.joint_centering_gradient(q, model[14], model[15], wn)
+        nullspace.posture_gradient(q, model[14], model[15], P[P_SIZE:P_SIZE + nq],
+                                   P[P_SIZE + nq:P_SIZE + 2 * nq], P[P_PSI], wn)
         for i in range(nq):
             z[i] -= c_gain * wn[i]
     if m_gain > 0.0:
@@ -444,8 +460,26 @@ class VelocitySolver:
         self.reset_targets()
 
     def configure(self, config):
-        """Replace the configuration (validated first; the old one stays on error)."""
-        self.P[:] = config.packed()
+        """
+        Replace the configuration (validated first; the old one stays on error).
+
+        The posture's desired angles (default the middle of each joint range) and weights
+        (default 1) follow the scalars in ``P``.
+        """
+        packed = config.packed()
+        model, nq = self.model, self.model.nq
+        target = np.asarray(config.posture_target, dtype=float)
+        weights = np.asarray(config.posture_weights, dtype=float)
+        for name, values in (('posture_target', target), ('posture_weights', weights)):
+            if values.size not in (0, nq):
+                raise InputError(f'solver.{name} needs {nq} values (one per joint) or none, '
+                                 f'got {values.size}')
+        if target.size and np.any((target < model.lower) | (target > model.upper)):
+            raise InputError('solver.posture_target must be inside the joint limits')
+        self.P[:P_SIZE] = packed
+        centre = 0.5 * (model.upper + model.lower)
+        self.P[P_SIZE:P_SIZE + nq] = target if target.size else centre
+        self.P[P_SIZE + nq:] = weights if weights.size else 1.0
         self.config = config
 
     def reset_targets(self, effectors=None):

@@ -191,6 +191,18 @@ PARAMETERS = {
         'solver.centering_gain',
         'Joint-centering gain alpha (SAM eq. 17-18): joint speed -alpha grad H [rad^2/s].',
         lo=0.0, hi=10.0, dynamic=True),
+    'nullspace.posture_target': _setting(
+        'solver.posture_target',
+        "Parent's desired angles theta_c of the centering term, one per controlled joint, "
+        'inside the limits; empty = the middle of each range [rad or m].', dynamic=True),
+    'nullspace.posture_weights': _setting(
+        'solver.posture_weights',
+        "Parent's per-joint weights alpha_i of the centering term (0: the joint is free); "
+        'empty = 1 each [-].', dynamic=True),
+    'nullspace.posture_exponent': _setting(
+        'solver.posture_exponent',
+        "Parent's exponent psi of H = sum alpha_i ((q_i - q_ci) / half range_i)^psi; 2 = SAM "
+        'eq. 18 [-].', lo=1.0, hi=8.0, dynamic=True),
     'nullspace.manipulability_gain': _setting(
         'solver.manipulability_gain',
         'Manipulability-gradient gain: joint speed alpha grad w [1/s per unit of grad w].',
