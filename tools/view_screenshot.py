@@ -63,7 +63,7 @@ def main(robot, out):
             rec.spin_for(3.0)
             for ee, T in zip(model.end_effector_names, goals):
                 rec.send_pose(ee, T)
-            rec.spin_for(0.8)  # mid-motion, the goals' markers drawn (2 Hz)
+            rec.spin_for(0.4 if robot == 'wam' else 0.1)  # mid-motion (SIMON is quicker)
             shot = page.screenshot()
             browser.close()
         Image.open(io.BytesIO(shot)).convert('RGB').save(out)
