@@ -25,7 +25,7 @@ import time
 
 from ik_control import robots
 from ik_control.control.status import Status
-from ik_control.ros.harness.node_process import node_environment
+from ik_control.ros.harness.node_process import free_port, node_environment
 import numpy as np
 import pytest
 from rclpy.executors import SingleThreadedExecutor
@@ -42,12 +42,6 @@ needs_browser = pytest.mark.skipif(BROWSER is None, reason='no chromium binary o
 WIDTH, HEIGHT = 1280, 800  # the page's viewport [px]
 PANEL = 440  # the panel's width on the right of the page [px]
 ROBOT_PIXEL = 40  # a channel this far from the background's is the robot's [0-255]
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope='module')
@@ -68,7 +62,7 @@ def viewer(wam):
         Parameter('base_frame', value=setup.base_frame),
         Parameter('end_effectors', value=list(setup.end_effectors)),
         Parameter('joints', value=list(setup.joints)),
-        Parameter('port', value=_free_port())])
+        Parameter('port', value=free_port())])
     executor = SingleThreadedExecutor(context=wam.ctx.context)
     executor.add_node(node)
     stop = threading.Event()

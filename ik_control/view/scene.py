@@ -260,7 +260,6 @@ class RobotScene:
         self._obstacles = []
         scene = self.server.scene
         style = {'color': OBSTACLE_COLOUR, 'opacity': OBSTACLE_OPACITY}
-        place = {}
         for k, (kind, T, size) in enumerate(obstacles):
             place = {'wxyz': _wxyz(T), 'position': T[:3, 3]}
             name = f'/obstacles/o{k}'

@@ -38,7 +38,6 @@ import collections
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,7 @@ import time
 from geometry_msgs.msg import PoseStamped
 from ik_control import robots
 from ik_control.ros.conversions import pose_stamped
-from ik_control.ros.harness.node_process import node_environment, NodeProcess
+from ik_control.ros.harness.node_process import free_port, node_environment, NodeProcess
 from ik_control.ros.realtime_loop import summarize, TICK_PHASES
 import numpy as np
 import rclpy
@@ -117,12 +116,6 @@ def _goal_poses(model, rng, count):
     return out
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progress=None,
                goals='topic', profile=False, extra=(), viewer=False):
     """
@@ -154,7 +147,7 @@ def run_config(label, loop, priority, seconds, rate_hz=1000.0, warmup=3.0, progr
         from ik_control.ros.viewer_node import robot_arguments
         view = NodeProcess('ik_viewer', 'ik_control.ros.viewer_node',
                            robot_arguments('simon') + ['-r', f'__ns:={ns}',
-                                                       '-p', f'port:={_free_port()}'],
+                                                       '-p', f'port:={free_port()}'],
                            env, STOP_TIMEOUT)
     node = Node(f'bench_loop_{label}', namespace=ns)
     pubs = [node.create_publisher(PoseStamped, f'ik_controller/{ee}/target_pose', 10)

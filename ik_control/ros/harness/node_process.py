@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,13 @@ def discovery_summary(env):
     if env.get('FASTDDS_DEFAULT_PROFILES_FILE', '').endswith(LOOPBACK_PROFILE[-1]):
         return 'discovery on this host, UDP loopback without shared memory'
     return f"discovery {env['ROS_AUTOMATIC_DISCOVERY_RANGE']}"
+
+
+def free_port(host='127.0.0.1'):
+    """Return a TCP port of ``host`` that nothing listens on now (the system's choice)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
 def rss_kib(pid):
