@@ -389,3 +389,14 @@ def test_posture_settings_of_the_wrong_length_or_outside_the_limits_are_refused(
         SolverConfig(posture_weights=(-1.0,) * 7).validate()
     with pytest.raises(InputError, match='>= 1'):
         SolverConfig(posture_exponent=0.5).validate()
+    # on the controller, a refused posture changes nothing (the solver's check comes first)
+    from dataclasses import replace
+
+    c = ResolvedRateController(wam, ControllerConfig())
+    before = (c.config, c.ik_mode, c.constrained, c.solver.P.copy())
+    bad = ControllerConfig(ik_method='ccd', fallback_strategy='off',
+                           solver=replace(ControllerConfig().solver, posture_target=(0.0,)))
+    with pytest.raises(InputError, match='7 values'):
+        c.configure(bad)
+    assert (c.config, c.ik_mode, c.constrained) == before[:3]
+    np.testing.assert_array_equal(c.solver.P, before[3])

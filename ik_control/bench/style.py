@@ -262,8 +262,7 @@ def run(count=83, ccd_speed=0.15, ccd_tolerance=0.002, executor='mujoco', pitche
                       'ccd': [ccd_pos, ccd_pos2]}
         if progress and (c + 1) % 10 == 0:
             progress(f'{c + 1}/{count} constraints')
-    results = summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor)
-    results['motion'] = motion_name
+    results = summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor, motion_name)
     results['kp'] = kp
     results['limits'] = dict(setup._asdict(), enforced=bool(limits))
     results['fine_increment_rad'] = adapter.search.fine_increment.tolist()
@@ -336,7 +335,7 @@ def baseball(pitches=10, executor='mujoco', kp=2000.0, seed=0):
     return out
 
 
-def summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor):
+def summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor, motion=MOTION):
     """Average over the constraints in the layout of Table I; add errors and times."""
     sty = np.array([r['stylized_sn'] for r in rows]) * 1e4
     ccd = np.array([r['ccd_sn'] for r in rows]) * 1e4
@@ -351,7 +350,7 @@ def summarize(rows, nearby, count, ccd_speed, ccd_tolerance, executor):
               'stylized_lower_in': int(np.sum(sty[:, i] < ccd[:, i]))}
              for i, (label, joint, p_ccd, p_sty) in enumerate(TABLE)]
     return {
-        'constraints': count, 'motion': MOTION, 'executor': executor,
+        'constraints': count, 'motion': motion, 'executor': executor,
         'rate_hz': 1.0 / DT, 'ccd_speed_fraction': ccd_speed,
         'ccd_tolerance_m': ccd_tolerance, 'table': table,
         'search_error_mm': stats('search_error', 1e3),

@@ -181,8 +181,8 @@ class ResolvedRateController(GoalInputs, Handover):
         v_max, a_max = limits_mod.joint_limits(model, config)
         ik_mode = classical_mode.build(getattr(self, 'ik_mode', None), model, config)
         constrained = constrained_motion.build(getattr(self, 'constrained', None), model, config)
+        self.solver.configure(solver_config)  # the last check: on error nothing changes
         self.ik_mode, self.constrained = ik_mode, constrained
-        self.solver.configure(solver_config)  # after every check: on error nothing changes
         self.obstacles.influence = config.obstacle_influence
         self.obstacles.gain = config.obstacle_gain
         self.obstacles.link_radius = config.link_radius

@@ -29,6 +29,7 @@ from geometry_msgs.msg import PoseStamped
 from ik_control.control.goal_state import EventQueue, GoalState
 from ik_control.control.robot_link import RobotLink
 from ik_control.control.status import names as status_names
+from ik_control.launch_util import node_parameters, VIEWER_ROBOT
 from ik_control.ros.cdr import JointStateReader
 from ik_control.ros.conversions import pose_stamped, pose_to_matrix
 from ik_control.ros.ik_controller_parameters import load_model, PARAMETERS as CONTROLLER
@@ -46,10 +47,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 NODE_NAME = 'ik_viewer'
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-_ROBOT = ('robot_description', 'urdf_path', 'base_frame', 'end_effectors',
-          'end_effector_modes', 'joints')
 PARAMETERS = {
-    **{name: CONTROLLER[name] for name in _ROBOT},
+    **{name: CONTROLLER[name] for name in VIEWER_ROBOT},
     'controller': Param(
         'ik_controller', 'Name of the ik_controller node shown and driven (in this '
                          "node's namespace)."),
@@ -219,7 +218,6 @@ def robot_arguments(robot=None, params_file=None, urdf=None, base=None, tips=())
     end effectors).
     """
     from ik_control import robots
-    from ik_control.launch_util import node_parameters
 
     if robot is not None:
         setup = robots.SETUPS[robot]
@@ -227,7 +225,8 @@ def robot_arguments(robot=None, params_file=None, urdf=None, base=None, tips=())
                   'end_effectors': list(setup.end_effectors), 'joints': list(setup.joints)}
     elif params_file is not None:
         section = node_parameters(params_file, 'ik_controller')
-        values = {k: section[k] for k in _ROBOT if section.get(k) not in (None, '', [])}
+        values = {k: section[k] for k in VIEWER_ROBOT
+                  if section.get(k) not in (None, '', [])}
         if urdf is not None and not values.get('robot_description'):
             values['urdf_path'] = urdf
     else:

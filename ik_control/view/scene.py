@@ -28,6 +28,7 @@ import math
 import time
 
 from ik_control.collision.model import default_package_dirs
+from ik_control.collision.shapes import scene_geometry
 import numpy as np
 import pinocchio as pin
 
@@ -249,7 +250,12 @@ class RobotScene:
                 self._goal_keys[ee] = key
 
     def show_obstacles(self, obstacles):
-        """Draw the obstacles: ``(kind, T, size)`` with kind sphere, box or cylinder [m]."""
+        """
+        Draw the obstacles: ``(kind, T, size)``, kind sphere, box or cylinder, size [m].
+
+        Each as the controller measures it (``collision.shapes.scene_geometry`` of its
+        marker), at its pose ``T`` (4x4, base frame).
+        """
         key = [(kind, np.round(T, 6).tobytes(), tuple(np.round(size, 6)))
                for kind, T, size in obstacles]
         if key == self._obstacle_key:
@@ -258,19 +264,10 @@ class RobotScene:
         for handle in self._obstacles:
             handle.remove()
         self._obstacles = []
-        scene = self.server.scene
-        style = {'color': OBSTACLE_COLOUR, 'opacity': OBSTACLE_OPACITY}
-        for k, (kind, T, size) in enumerate(obstacles):
-            place = {'wxyz': _wxyz(T), 'position': T[:3, 3]}
-            name = f'/obstacles/o{k}'
-            if kind == 'sphere':
-                handle = scene.add_icosphere(name, radius=0.5 * size[0], **style, **place)
-            elif kind == 'box':
-                handle = scene.add_box(name, dimensions=tuple(size), **style, **place)
-            else:
-                handle = scene.add_cylinder(name, radius=0.5 * size[0], height=size[2],
-                                            **style, **place)
-            self._obstacles.append(handle)
+        for k, (kind, T, size) in enumerate(obstacles):  # the shape the controller checks
+            self._obstacles.append(add_shape(self.server.scene, f'/obstacles/o{k}',
+                                             scene_geometry(kind, size), OBSTACLE_COLOUR,
+                                             OBSTACLE_OPACITY, T))
 
     @property
     def text(self):
