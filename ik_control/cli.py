@@ -10,64 +10,13 @@ import json
 import os
 import sys
 
+from ik_control import solve_command
 from ik_control.bench import command as bench_command
 from ik_control.console import progress
 from ik_control.validation import IkControlError, InputError
-import numpy as np
 
 EXIT_USAGE = 2
-EXIT_NO_SOLUTION = 3
-
-
-def _solve(args):
-    from ik_control.ik.position_ik import PositionIk
-    from ik_control.kinematics import RobotModel
-    from ik_control.kinematics.dh_file import robot_description
-    from ik_control.validation import pose_matrix
-
-    tips, xyzs, quats = args.tip, args.xyz, args.quat or []
-    if len(xyzs) != len(tips) or len(quats) not in (0, len(tips)):
-        raise InputError(f'give one --xyz for each of the {len(tips)} --tip, and one --quat '
-                         'for each or none (position only)')
-    mode = 'pose' if quats else 'position'
-    model = RobotModel.from_urdf(robot_description(args.urdf), base_frame=args.base,
-                                 end_effectors=[(tip, mode) for tip in tips],
-                                 joints=args.joints.split(',') if args.joints else None)
-    target = np.array([pose_matrix(xyz, quats[i] if quats else None)
-                       for i, xyz in enumerate(xyzs)])
-    seed = None
-    if args.seed_q is not None:
-        from ik_control.validation import finite_vector
-        seed = finite_vector(args.seed_q, model.nq, '--seed-q')
-    if args.method == 'lm':
-        ik = PositionIk(model, tolerance=args.tolerance, rotation_tolerance=args.tolerance)
-    else:
-        from ik_control.ik.classical import ClassicalIk
-        ik = ClassicalIk(model, args.method, tolerance=args.tolerance,
-                         rotation_tolerance=args.tolerance)
-    ik.solve(target, seed, time_budget=1e-3, rng=np.random.default_rng(0))  # compile/warm up
-    result = ik.solve(target, seed, time_budget=args.timeout_ms / 1e3,
-                      rng=np.random.default_rng(args.random_seed))
-    report = {'success': result.success, 'joint_names': list(result.joint_names),
-              'positions': [float(v) for v in result.q],
-              'position_error': result.position_error,
-              'rotation_error': result.rotation_error if mode == 'pose' else None,
-              'iterations': result.iterations, 'restarts': result.restarts,
-              'time_ms': result.seconds * 1e3}
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        for name, value in zip(result.joint_names, result.q):
-            print(f'{name:>24s} {value: .6f}')
-        rot = '' if mode == 'position' else f', rotation error {result.rotation_error:.3g} rad'
-        print(f"{'solved' if result.success else 'NOT solved'}: position error "
-              f'{result.position_error:.3g} m{rot}, {result.seconds * 1e3:.3f} ms, '
-              f'{result.iterations} iterations, {result.restarts} restarts')
-    if not result.success:
-        print(f'ik_control solve: no solution within {args.timeout_ms} ms '
-              f'(tolerance {args.tolerance})', file=sys.stderr)
-        return EXIT_NO_SOLUTION
-    return 0
+EXIT_NO_SOLUTION = solve_command.EXIT_NO_SOLUTION
 
 
 def _dh_to_urdf(args):
@@ -263,34 +212,7 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='ik_control', description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest='command', required=True)
 
-    solve = sub.add_parser('solve', help='position IK for frames of a URDF (one or several '
-                           'end effectors)')
-    solve.add_argument('--urdf', required=True, help='URDF file or DH file (.yaml)')
-    solve.add_argument('--base', default=None, help='base frame (default: the model root)')
-    solve.add_argument('--tip', required=True, action='append',
-                       help="end-effector frame (repeat for several, e.g. both of SIMON's "
-                       'hands: one --xyz and --quat each, in the same order)')
-    solve.add_argument('--xyz', nargs=3, type=float, required=True, action='append',
-                       metavar=('X', 'Y', 'Z'), help='target position in the base frame [m]')
-    solve.add_argument('--quat', nargs=4, type=float, action='append',
-                       metavar=('QX', 'QY', 'QZ', 'QW'),
-                       help='target orientation (unit quaternion x y z w); none: position only')
-    solve.add_argument('--joints', help='comma-separated controlled joints (default: the '
-                       'chains from --base to the tips)')
-    solve.add_argument('--seed-q', nargs='+', type=float, help='initial joint values [rad]')
-    solve.add_argument('--timeout-ms', type=float, default=50.0, help='time budget [ms]')
-    solve.add_argument('--tolerance', type=float, default=1e-5,
-                       help='position [m] and rotation [rad] tolerance')
-    solve.add_argument('--random-seed', type=int, default=None, help='seed for restarts')
-    solve.add_argument('--method', choices=('lm', 'ccd', 'hal', 'analytic'), default='lm',
-                       help='lm: Levenberg-Marquardt (default); ccd: cyclic coordinate '
-                            'descent (several tips: swept together); hal: human-arm closed '
-                            'form + 3 refinement steps; analytic: closed form only (planar '
-                            "two-link or 7-DoF arm); hal and analytic solve each tip's "
-                            '7-joint arm, the other joints held at the seed (--seed-q, '
-                            'default mid-range)')
-    solve.add_argument('--json', action='store_true', help='print JSON')
-    solve.set_defaults(func=_solve)
+    solve_command.add_parser(sub)
 
     dh = sub.add_parser('dh-to-urdf', help='URDF of a robot given as a DH table (YAML file)')
     dh.add_argument('file', help='DH file, e.g. config/robots/sam9.yaml')

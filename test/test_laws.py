@@ -193,6 +193,7 @@ def test_the_posture_gradient_is_the_gradient_of_parents_control_term(seed, psi)
     nullspace.posture_gradient(q, lower, upper, centre, weight, psi, grad)
     half = (upper - lower) / 2
     H = lambda x: np.sum(weight * np.abs((x - centre) / half) ** psi)  # noqa: E731
+    assert nullspace.posture_cost(q, lower, upper, centre, weight, psi) == pytest.approx(H(q))
     h = 1e-6
     numeric = np.array([(H(q + d) - H(q - d)) / (2 * h) for d in np.eye(5) * h])
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)

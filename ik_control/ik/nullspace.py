@@ -54,6 +54,20 @@ def posture_gradient(q, lower, upper, centre, weight, psi, out):
 
 
 @njit(cache=True, nogil=True)
+def posture_cost(q, lower, upper, centre, weight, psi):
+    """
+    Parent's control term ``H = sum_i alpha_i |(q_i - q_ci) / dq_i|^psi`` [-].
+
+    The function whose gradient :func:`posture_gradient` writes (same arguments, ``dq_i``
+    the half range).
+    """
+    total = 0.0
+    for i in range(q.shape[0]):
+        total += weight[i] * np.abs((q[i] - centre[i]) / (0.5 * (upper[i] - lower[i]))) ** psi
+    return total
+
+
+@njit(cache=True, nogil=True)
 def project_nullspace(J, z, out, H, beta):
     """
     ``out = (I - J^+ J) z``: ``z`` projected onto the nullspace of ``J`` (SAM eq. 16), exactly.
