@@ -195,12 +195,15 @@ def _view(args):
 def _constraint_demo(args):
     from ik_control import constraint_demo
 
-    if not (args.seconds > 0 and args.rate > 0):
-        raise InputError('--seconds and --rate must be positive')
-    results = constraint_demo.run(args.seconds, args.rate,
-                                  progress=None if args.json else progress)
+    if not (args.seconds > 0 and args.rate > 0 and args.radius > 0 and args.height >= 0):
+        raise InputError('--seconds, --rate and --radius must be positive, --height >= 0')
+    results = constraint_demo.run(args.seconds, args.rate, radius=args.radius,
+                                  height=args.height, progress=None if args.json else progress,
+                                  centre_of_mass=args.centre_of_mass)
     os.makedirs(os.path.dirname(args.plot) or '.', exist_ok=True)
-    results['plot'] = constraint_demo.plot(results, args.plot)
+    results['plot'] = constraint_demo.plot(results, args.plot, (
+        'SIMON: right palm on the table plane, centre of mass on its vertical line'
+        if args.centre_of_mass else None))
     text = f"{constraint_demo.table(results)}\nplot: {results['plot']}"
     print(json.dumps(results['summary'] | {'plot': results['plot']}, indent=2)
           if args.json else text)
@@ -290,6 +293,11 @@ def build_parser():
                         'while its goal moves above and below it (ROS-free)')
     cd.add_argument('--seconds', type=float, default=8.0, help='duration [s] (default: 8)')
     cd.add_argument('--rate', type=float, default=100.0, help='ticks per second [Hz]')
+    cd.add_argument('--radius', type=float, default=0.1, help="the goal circle's radius [m]")
+    cd.add_argument('--height', type=float, default=0.06,
+                    help='how far the tilted circle rises above the table [m]')
+    cd.add_argument('--centre-of-mass', action='store_true',
+                    help="a fifth constraint: SIMON's centre of mass on its vertical line")
     cd.add_argument('--plot', default='bench_results/constraint_demo.png',
                     help='PNG of the errors over time (default: bench_results/...)')
     cd.add_argument('--json', action='store_true', help='print the summary as JSON')

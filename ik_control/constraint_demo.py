@@ -31,8 +31,8 @@ taken at the commanded knots (where the robot is at each tick) and half-way betw
 import time
 
 from ik_control import robots
-from ik_control.ik.constraints import (ConstraintSet, Handle, Orientation, PointOnPlane,
-                                       PointToPoint)
+from ik_control.ik.constraints import (CentreOfMass, ConstraintSet, Handle, Orientation,
+                                       PointOnLine, PointOnPlane, PointToPoint)
 import numpy as np
 
 PALM = 'right_hand'
@@ -190,30 +190,45 @@ def controller_table(results):
         f"p99 {s['tick_ms_p99']:.2f} ms"])
 
 
-def run(seconds=8.0, rate=100.0, period=4.0, radius=0.1, height=0.06, progress=None):
-    """Run the demo (module docstring); return a dict of per-tick series and a summary."""
+def run(seconds=8.0, rate=100.0, period=4.0, radius=0.1, height=0.06, progress=None,
+        centre_of_mass=False):
+    """
+    Run the demo (module docstring); return a dict of per-tick series and a summary.
+
+    ``centre_of_mass``: a fifth constraint keeps SIMON's centre of mass on the vertical
+    line through where it starts (Welman's centre-of-mass handle, point on line: the
+    balance of a standing figure), so the palm's task is met with the torso and arms
+    moving about a fixed centre of mass. Steps :meth:`ConstraintSet.step` refuses (the
+    joints left free at their limits cannot keep all five) are counted.
+    """
     model = robots.robot('simon')
     q = robots.ready_pose('simon')
     dt = 1.0 / rate
     palm, held = Handle(PALM), Handle(HELD)
     p0, R0 = palm.placement(model, q)
     p_held, R_held = held.placement(model, q)
-    constraints = ConstraintSet(model, [PointOnPlane(palm, p0, (0.0, 0.0, 1.0)),
-                                        Orientation(PALM, R0), PointToPoint(held, p_held),
-                                        Orientation(HELD, R_held)])
+    kept = [PointOnPlane(palm, p0, (0.0, 0.0, 1.0)), Orientation(PALM, R0),
+            PointToPoint(held, p_held), Orientation(HELD, R_held)]
+    if centre_of_mass:
+        kept.append(PointOnLine(CentreOfMass(), CentreOfMass().placement(model, q)[0],
+                                (0.0, 0.0, 1.0)))
+    constraints = ConstraintSet(model, kept)
     q_free = q.copy()
     ticks = int(round(seconds * rate))
     series = {k: np.zeros(ticks) for k in ('t', 'plane_error_m', 'orientation_error_rad',
                                            'held_error_m', 'tracking_error_m',
                                            'goal_height_m', 'palm_height_m',
-                                           'free_palm_height_m', 'tick_ms')}
+                                           'free_palm_height_m', 'com_error_m', 'tick_ms')}
+    refused = 0
     for i in range(ticks):
         t = (i + 1) * dt
         goal = _goal(p0, t, period, radius, height)
         start = time.perf_counter()
         p, Jp, _ = palm.jacobians(model, q)
         g_a = constraints.task_velocity(q, Jp, (goal - p) / dt)
-        q = constraints.step(q, g_a, dt).q
+        step = constraints.step(q, g_a, dt)
+        q = step.q
+        refused += not step.feasible
         series['tick_ms'][i] = 1e3 * (time.perf_counter() - start)
         p_free, J_free, _ = palm.jacobians(model, q_free)
         q_free = np.clip(q_free + dt * J_free.T @ np.linalg.solve(
@@ -225,6 +240,7 @@ def run(seconds=8.0, rate=100.0, period=4.0, radius=0.1, height=0.06, progress=N
         series['plane_error_m'][i] = abs(C[0])
         series['orientation_error_rad'][i] = max(np.linalg.norm(C[1:4]), np.linalg.norm(C[7:10]))
         series['held_error_m'][i] = np.linalg.norm(C[4:7])
+        series['com_error_m'][i] = np.linalg.norm(C[10:12]) if centre_of_mass else 0.0
         series['tracking_error_m'][i] = np.linalg.norm(projected - p)
         series['goal_height_m'][i] = goal[2] - p0[2]
         series['palm_height_m'][i] = p[2] - p0[2]
@@ -240,6 +256,9 @@ def run(seconds=8.0, rate=100.0, period=4.0, radius=0.1, height=0.06, progress=N
         'tracking_error_max_m': float(series['tracking_error_m'].max()),
         'free_palm_off_plane_max_m': float(np.abs(series['free_palm_height_m']).max()),
         'goal_off_plane_max_m': float(np.abs(series['goal_height_m']).max()),
+        'centre_of_mass': bool(centre_of_mass),
+        'com_error_max_m': float(series['com_error_m'].max()),
+        'refused_steps': refused,
         'tick_ms_median': float(np.median(series['tick_ms']))}
     return {'summary': summary, 'series': {k: v.tolist() for k, v in series.items()}}
 
@@ -256,6 +275,9 @@ def table(results):
         f"  left hand point-to-point    max {s['held_error_max_m']:.2e} m",
         f"  in-plane tracking error     median {s['tracking_error_median_m']:.2e} m, "
         f"max {s['tracking_error_max_m']:.2e} m",
+        *([f"  centre of mass on its line  max {s['com_error_max_m']:.2e} m off it",
+           f"  steps refused (infeasible)  {s['refused_steps']}"]
+          if s.get('centre_of_mass') else []),
         '  without the constraints     palm leaves the plane by up to '
         f"{s['free_palm_off_plane_max_m'] * 100:.1f} cm",
         f"  tick (task velocity + constrained step)  median {s['tick_ms_median']:.2f} ms"])
@@ -278,6 +300,9 @@ def plot(results, path, title=None):
                  label='orientations |C| [rad]')
     ax1.semilogy(s['t'], np.maximum(s['held_error_m'], floor),
                  label='left hand point to point |C| [m]')
+    if np.any(s.get('com_error_m', 0.0)):
+        ax1.semilogy(s['t'], np.maximum(s['com_error_m'], floor),
+                     label='centre of mass off its vertical line [m]')
     ax1.semilogy(s['t'], np.maximum(s['tracking_error_m'], floor),
                  label='in-plane distance to the goal [m]', alpha=0.7)
     ax1.set_ylabel('error')

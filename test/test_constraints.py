@@ -4,8 +4,9 @@ import json
 
 from hypothesis import given, settings, strategies as st
 from ik_control import robots
-from ik_control.ik.constraints import (ConstraintSet, drag_force, Handle, lagrange_multipliers,
-                                       Orientation, PointOnLine, PointOnPlane, PointToPoint)
+from ik_control.ik.constraints import (CentreOfMass, ConstraintSet, drag_force, Handle,
+                                       lagrange_multipliers, Orientation, PointOnLine,
+                                       PointOnPlane, PointToPoint)
 from ik_control.validation import InputError
 import numpy as np
 import pytest
@@ -160,6 +161,54 @@ def test_constraint_demo_command_keeps_the_palm_on_the_plane(tmp_path, capsys):
     assert summary['plane_error_max_m'] < 1e-9 and summary['held_error_max_m'] < 1e-9
     assert summary['tracking_error_max_m'] < 1e-4
     assert summary['free_palm_off_plane_max_m'] > 0.03      # without them it leaves the plane
+
+
+def test_constraint_demo_with_the_centre_of_mass_keeps_all_five(tmp_path, capsys):
+    """`constraint-demo --centre-of-mass`: the palm tracks with the CoM on its line."""
+    from ik_control import cli
+
+    png = tmp_path / 'constraint.png'
+    code = cli.main(['constraint-demo', '--seconds', '4', '--rate', '50', '--radius', '0.06',
+                     '--height', '0.04', '--centre-of-mass', '--plot', str(png), '--json'])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary['centre_of_mass'] and summary['refused_steps'] == 0
+    assert summary['com_error_max_m'] < 1e-9 and summary['plane_error_max_m'] < 1e-9
+    assert summary['held_error_max_m'] < 1e-9 and summary['tracking_error_max_m'] < 1e-4
+
+
+@pytest.mark.parametrize('refuse', [True, False])
+def test_a_step_the_free_joints_cannot_keep_is_refused_not_taken(refuse):
+    """
+    The demo's circle with the CoM line: at about 1 s the right elbow and wrist reach limits.
+
+    Held there, the five constraints cannot be kept: the step is refused and the robot
+    stays where every constraint holds. Negative control: with the refusal off
+    (``feasibility_tolerance`` infinite) the steps break the constraints by centimetres.
+    """
+    from ik_control import constraint_demo as demo
+
+    q = robots.ready_pose('simon')
+    palm, held = Handle(demo.PALM), Handle(demo.HELD)
+    p0, R0 = palm.placement(SIMON, q)
+    cs = ConstraintSet(SIMON, [
+        PointOnPlane(palm, p0, (0.0, 0.0, 1.0)), Orientation(demo.PALM, R0),
+        PointToPoint(held, held.placement(SIMON, q)[0]),
+        Orientation(demo.HELD, held.placement(SIMON, q)[1]),
+        PointOnLine(CentreOfMass(), CentreOfMass().placement(SIMON, q)[0], (0.0, 0.0, 1.0))],
+        feasibility_tolerance=1e-9 if refuse else np.inf)
+    dt, worst, refused = 0.01, 0.0, 0
+    for i in range(160):
+        goal = demo._goal(p0, (i + 1) * dt, 4.0, 0.1, 0.06)
+        p, Jp, _ = palm.jacobians(SIMON, q)
+        step = cs.step(q, cs.task_velocity(q, Jp, (goal - p) / dt), dt)
+        refused += not step.feasible
+        assert step.feasible or np.array_equal(step.q, q)
+        q = step.q
+        worst = max(worst, cs.residual(q))
+    if refuse:
+        assert refused > 0 and worst < 1e-9
+    else:
+        assert refused == 0 and worst > 1e-2
 
 
 def _urdf_centre_of_mass(q):

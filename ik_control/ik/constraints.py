@@ -220,6 +220,7 @@ class ConstrainedStep:
     residual: float         # largest |C_i| after the corrections [m or rad]
     corrections: int        # Newton corrections taken
     held: tuple             # joints held at a limit during the step
+    feasible: bool = True   # False: refused, the constraints cannot be kept (q unchanged)
 
 
 class ConstraintSet:
@@ -228,11 +229,13 @@ class ConstraintSet:
 
     ``weights``: the diagonal ``K`` (per controlled joint, > 0; default 1);
     ``feedback_gain`` ``k_s`` [1/s] of (1); ``tolerance`` [m or rad] of the corrections;
-    ``rcond`` the relative SVD truncation.
+    ``rcond`` the relative SVD truncation; ``feasibility_tolerance`` [m or rad]: a step
+    whose corrected residual is above it (and above the residual it started from) is
+    refused (:meth:`step`).
     """
 
     def __init__(self, model, constraints, weights=None, feedback_gain=10.0, tolerance=1e-12,
-                 max_corrections=20, rcond=1e-9):
+                 max_corrections=20, rcond=1e-9, feasibility_tolerance=1e-9):
         self.model = model
         self.constraints = list(constraints)
         if not self.constraints:
@@ -246,6 +249,7 @@ class ConstraintSet:
         self.tolerance = float(tolerance)
         self.max_corrections = int(max_corrections)
         self.rcond = float(rcond)
+        self.feasibility_tolerance = float(feasibility_tolerance)
         self.dim = sum(c.dim for c in self.constraints)
 
     def evaluate(self, q):
@@ -312,6 +316,11 @@ class ConstraintSet:
         Move for ``dt`` [s] under applied force ``g_a`` keeping every constraint.
 
         Joints that would leave their limits are held there and the step is recomputed.
+        When the joints left free cannot keep every constraint (the corrected residual is
+        above ``feasibility_tolerance`` and above the residual at ``q``: more constraints
+        than free motions, a loss of feasibility), the step is refused: ``q`` is returned
+        unchanged with ``q_dot = 0`` and ``feasible`` False, rather than a configuration
+        that breaks the constraints.
         """
         if not (np.isfinite(dt) and dt > 0.0):
             raise InputError(f'dt must be a finite time > 0 [s], got {dt}')
@@ -332,8 +341,13 @@ class ConstraintSet:
                 K[i] = 0.0
                 start[i] = m.lower[i] if q_new[i] < m.lower[i] else m.upper[i]
         q_new = np.clip(q_new, m.lower, m.upper)
-        return ConstrainedStep(q_new, q_dot, lam, self.residual(q_new), n,
-                               tuple(m.joint_names[i] for i in sorted(held)))
+        held_names = tuple(m.joint_names[i] for i in sorted(held))
+        residual = self.residual(q_new)
+        if residual > self.feasibility_tolerance:
+            before = self.residual(q)
+            if residual > before:
+                return ConstrainedStep(q, np.zeros(m.nq), lam, before, n, held_names, False)
+        return ConstrainedStep(q_new, q_dot, lam, residual, n, held_names)
 
 
 def drag_force(model, handle, q, force):
