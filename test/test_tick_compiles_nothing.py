@@ -10,7 +10,8 @@ compiled function of the package, drives the tick through its paths and counts a
 new signature may appear. The paths: a pose goal reached and confirmed on the measured
 pose, a twist, an obstacle, a joint trajectory, hold and resume, an unreachable goal
 parked (with the collision stage on); the position-IK fallback's joint-space approach and
-posture pull; the CCD and HAL joint steps; Welman's constraints on SIMON.
+posture pull; the CCD and HAL joint steps; Parent's control term with desired angles,
+weights and psi 4 in the nullspace; Welman's constraints on SIMON.
 """
 
 import json
@@ -118,6 +119,19 @@ for method in ('ccd', 'hal'):
     r.run(3.0, until=lambda c: c.goal_reached[0])
     cases[method] = {'ran': bool(r.c.goal_reached[0]), 'new': r.new()}
 
+# Parent's control term with its settings open (desired angles, weights, psi 4) in the
+# nullspace of a pose goal
+r = Rig('wam', reach.controller_config('wam', {
+    'nullspace.centering_gain': 0.2, 'nullspace.posture_exponent': 4.0,
+    'nullspace.posture_target': list(robots.ready_pose('wam') + 0.1),
+    'nullspace.posture_weights': [1.0, 0.5, 2.0, 1.0, 1.0, 0.0, 1.0]}))
+r.run(0.05)
+goal = r.c.current_pose(ee)
+goal[:3, 3] += (0.05, -0.03, 0.02)
+r.c.set_target_matrix(ee, goal)
+r.run(3.0, until=lambda c: c.goal_reached[0])
+cases['posture term'] = {'ran': bool(r.c.goal_reached[0]), 'new': r.new()}
+
 # Welman's constraints (the tool on its horizontal plane) while a goal in that plane is
 # tracked, on SIMON with both hands and the torso
 r = Rig('simon', reach.controller_config('simon', {
@@ -144,7 +158,7 @@ def test_no_kernel_compiles_or_loads_on_the_tick_after_construction():
     assert done.returncode == 0, done.stderr[-3000:]
     cases = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(cases) == {'inputs', 'fallback joint', 'fallback posture', 'ccd', 'hal',
-                          'constraints'}
+                          'posture term', 'constraints'}
     for name, case in cases.items():
         assert case['ran'], f'{name}: its goal was not reached (or parked): the path never ran'
         new = case['new']
