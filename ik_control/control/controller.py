@@ -69,7 +69,7 @@ from ik_control.control.config import ControllerConfig
 from ik_control.control.fallback import IkFallback
 from ik_control.control.goal_inputs import GoalInputs
 from ik_control.control.goal_referee import GoalReferee
-from ik_control.control.goal_set import GoalSet, MODE_POSE
+from ik_control.control.goal_set import GoalSet
 from ik_control.control.goal_state import EventQueue
 from ik_control.control.handover import Handover
 from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
@@ -289,8 +289,7 @@ class ResolvedRateController(GoalInputs, Handover):
         # effectors without a pose goal hold (or integrate twists from) where they are; a
         # pose goal sent before the first state is kept
         self.solver.ws.update(self.q_cmd, jacobian=False)
-        idle = self.goals.mode != MODE_POSE
-        self.goals.targets[idle] = self.solver.ws.frame_T[idle]
+        self.goals.start_at(self.solver.ws.frame_T)
         self.solver.reset_targets()
         if self.guard is not None:
             self.guard.allow_start_contacts(self.q_cmd)
@@ -337,7 +336,7 @@ class ResolvedRateController(GoalInputs, Handover):
             stale = robot.state == LinkState.STALE
             if robot.follow(path, now, cfg.reseed_tolerance, self.v_max, self.a_max,
                             cfg.position_margin) and stale:
-                self.goals.best_time[:] = now  # the pause is no lack of progress
+                self.goals.excuse_pause(slice(None), now)
         robot.fresh = False
         if robot.state == LinkState.STALE:  # not yet believed elsewhere after the gap
             self.status = status | _STALE_STATE
@@ -368,7 +367,7 @@ class ResolvedRateController(GoalInputs, Handover):
             else:
                 self._v_des[:] = 0.0
             self.solver.ws.update(self.q_cmd, jacobian=False)
-            self.goals.best_time[:] = now  # a pause is no lack of progress
+            self.goals.excuse_pause(slice(None), now)
         elif self.joint_goal is not None:
             status |= self._follow_joint_goal(now + self.lead)
         else:

@@ -92,7 +92,7 @@ class GoalReferee:
             # (which the approach need not shrink) flagged it slow, its own fallback
             # replaced the approach, and the first hand, its tries spent, was parked
             # unreachable (SIMON under load)
-            goals.best_time[:] = now
+            goals.excuse_pause(slice(None), now)
         flags = goals.judge(solver.err_pos, solver.err_rot, cfg.goal_position_tolerance,
                             cfg.goal_orientation_tolerance, velocities, now,
                             cfg.unreachable_time)
@@ -125,12 +125,11 @@ class GoalReferee:
         """Keep ``goal_reached`` only where the measured pose is within tolerance too."""
         ws = self._meas_ws
         ws.update(q_meas, jacobian=False)
-        reached = self.goals.reached
-        for i in np.flatnonzero(reached):
+        for i in np.flatnonzero(self.goals.reached):
             err_p, err_r = pose_distance(ws.frame_T[i], self.goals.targets[i])
             if err_p > cfg.goal_position_tolerance or (
                     self.model.task_is_pose[i] and err_r > cfg.goal_orientation_tolerance):
-                reached[i] = False
+                self.goals.withdraw_reached(i)
 
     def park(self, which, reason):
         """Goals of effectors ``which`` (bool mask) are unreachable: hold the closest pose."""
@@ -142,7 +141,7 @@ class GoalReferee:
     def _request_fallback(self, now, which, q_cmd, strategy):
         """Ask the position IK for every effector's target at once (module fallback.py)."""
         which = self.fallback.ask(which, self.goals.targets, q_cmd, self.goals.ids)
-        self.goals.best_time[which] = now
+        self.goals.excuse_pause(which, now)
         names = [self.model.end_effector_names[i] for i in np.flatnonzero(which)]
         self.events.post('fallback', 'info',
                          f'no progress to the goal of {names} (error '
@@ -223,4 +222,4 @@ class GoalReferee:
     def end_fallback(self, i):
         """Effector ``i``'s goal ended or changed: drop a fallback it is part of."""
         self.fallback.end(i)
-        self.goals.unreachable_reason[i] = ''
+        self.goals.clear_reason(i)

@@ -15,7 +15,10 @@ One :class:`GoalSet` per controller holds, per end effector (arrays indexed by e
   and :meth:`transitions` (``REACHED``, back to ``ACTIVE`` when it leaves tolerance),
   :meth:`park` (``UNREACHABLE``), :meth:`stop` (no goal);
 - progress (:meth:`judge`): the best error and when it was reached, from which a goal
-  without progress is found.
+  without progress is found (:meth:`restart_progress`, :meth:`excuse_pause`).
+
+Nothing outside this class writes its arrays: the referee and the controller call its
+methods (:meth:`withdraw_reached`, :meth:`clear_reason`, :meth:`start_at`, ...).
 
 Three things keep a pose, and they have three names: an effector without a goal is
 *idle* (``MODE_IDLE``); the goals of every effector are *paused* by ``~/hold``
@@ -302,6 +305,29 @@ class GoalSet:
         """Count progress of the goals ``which`` afresh from ``now`` [s] (a new approach)."""
         self.best_error[which] = math.inf
         self.best_time[which] = now
+
+    def excuse_pause(self, which, now):
+        """
+        Excuse a pause: no lack of progress for the goals ``which``, waiting from ``now`` [s].
+
+        A pause is no lack of progress (a stale gap, a joint-space approach for every
+        goal, a position-IK solve pending): their best error is kept, only the time since
+        it was reached restarts.
+        """
+        self.best_time[which] = now
+
+    def start_at(self, poses):
+        """Start: effectors without a pose goal keep (or move from) ``poses`` (the first state)."""
+        idle = self.mode != MODE_POSE
+        self.targets[idle] = poses[idle]
+
+    def withdraw_reached(self, which):
+        """Withdraw ``reached`` of the goals ``which`` (indices or a mask): measured off."""
+        self.reached[which] = False
+
+    def clear_reason(self, i):
+        """Clear effector ``i``'s unreachable reason (its goal ended or changed)."""
+        self.unreachable_reason[i] = ''
 
     def judge(self, err_p, err_r, tol_p, tol_r, velocities, now, unreachable_time):
         """
