@@ -3,17 +3,17 @@ The ``ik_controller`` node's goal inputs: messages in, controller calls out.
 
 :class:`GoalTopics` holds the callbacks of the node's goal topics and services (target
 poses, twists, key-pose paths, velocity profiles, joint trajectories, obstacle markers,
-``~/hold`` and ``~/resume``), and the frame rule they share (:meth:`_target_in_base`):
-a goal in ``base_frame`` (or with an empty frame_id) is used as it is, one in another
-frame of the robot model is placed by forward kinematics at the commanded state, any
-other frame goes through tf2 where tf2_ros is installed and is refused otherwise. A
+``~/hold`` and ``~/resume``). Their frames go through the node's
+:class:`~ik_control.ros.frame_resolver.FrameResolver` (``frames``), the action's too:
+the base frame as it is, other frames of the model placed at the commanded state, the
+rest through tf2 where tf2_ros is installed. A
 message that cannot be followed is refused (:meth:`IkControllerNode._refuse
 <ik_control.ros.ik_controller_node.IkControllerNode._refuse>`): the command does not
 change.
 
 It is a mixin of :class:`~ik_control.ros.ik_controller_node.IkControllerNode`, whose
 ``controller``, ``model``, ``lock``, clock (``_now``, ``_stamp_seconds``), refusals,
-``topic_goals``, obstacle markers and goal publishers it uses; the node creates the
+``topic_goals``, ``frames``, obstacle markers and goal publishers it uses; the node creates the
 subscriptions.
 """
 
@@ -25,8 +25,7 @@ from ik_control.control.velocity_profile import load_profile, ProfileMotion
 from ik_control.ros.conversions import pose_to_matrix
 from ik_control.ros.ik_controller_parameters import profile_request
 from ik_control.ros.obstacle_markers import MAX_MARKERS
-from ik_control.validation import (finite_vector, IkControlError, InputError, quaternion_to_matrix,
-                                   unit_quaternion)
+from ik_control.validation import IkControlError, InputError
 import numpy as np
 
 __all__ = ['GoalTopics']
@@ -34,43 +33,6 @@ __all__ = ['GoalTopics']
 
 class GoalTopics:
     """The goal callbacks of ``ik_controller`` (module docstring)."""
-
-    _tf_buffer = None  # a tf2_ros.Buffer, made at the first goal in a frame outside the model
-
-    def _target_in_base(self, frame_id, T, stamp):
-        """``T`` (4x4 in ``frame_id``) expressed in the base frame, or InputError."""
-        base = self.model.base_frame
-        if frame_id in ('', base):
-            return T
-        if self.model.pin_model.existFrame(frame_id):
-            ref = self.model.pin_frame_placement(self.controller.q_cmd if
-                                                 self.controller.initialized else
-                                                 self.model.center, frame_id)
-            return ref @ T
-        transform = self._lookup_tf(frame_id, stamp)
-        return transform @ T
-
-    def _lookup_tf(self, frame_id, stamp):
-        if self._tf_buffer is None:
-            try:
-                import tf2_ros
-            except ImportError:
-                raise InputError(f"frame '{frame_id}' is not a frame of the robot model and "
-                                 'tf2_ros is not installed') from None
-            self._tf_buffer = tf2_ros.Buffer()
-            self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, self)
-        try:
-            import rclpy.time
-            tf = self._tf_buffer.lookup_transform(self.model.base_frame, frame_id,
-                                                  rclpy.time.Time())
-        except Exception as exc:  # noqa: B902 - tf2 raises several unrelated types
-            raise InputError(f"no transform from '{frame_id}' to "
-                             f"'{self.model.base_frame}': {exc}") from None
-        t, r = tf.transform.translation, tf.transform.rotation
-        M = np.eye(4)
-        M[:3, :3] = quaternion_to_matrix(unit_quaternion([r.x, r.y, r.z, r.w]))
-        M[:3, 3] = finite_vector([t.x, t.y, t.z], 3, 'transform')
-        return M
 
     def _on_joint_trajectory(self, raw):
         """Follow a joint trajectory (header stamp zero: from now)."""
@@ -84,7 +46,7 @@ class GoalTopics:
     def _on_pose(self, ee, msg):
         try:
             T = pose_to_matrix(msg.pose, f'{ee} target')
-            T = self._target_in_base(msg.header.frame_id, T, msg.header.stamp)
+            T = self.frames.to_base(msg.header.frame_id, T, msg.header.stamp)
             if not np.all(np.isfinite(T)):
                 raise InputError(f'{ee} target is not finite in the base frame')
             self.controller.set_target_matrix(ee, T)
@@ -108,7 +70,7 @@ class GoalTopics:
                 for k, p in enumerate(msg.poses):
                     frame = p.header.frame_id or msg.header.frame_id
                     T = pose_to_matrix(p.pose, f'{ee} target_path pose {k}')
-                    poses[k] = self._target_in_base(frame, T, p.header.stamp)
+                    poses[k] = self.frames.to_base(frame, T, p.header.stamp)
                 now = self._now()
                 start, twist = self.controller.motion_start(ee, now)
             if not np.all(np.isfinite(poses)):
@@ -158,7 +120,7 @@ class GoalTopics:
         moves the effector's own point.
         """
         try:
-            R = self._target_in_base(msg.header.frame_id, np.eye(4), msg.header.stamp)[:3, :3]
+            R = self.frames.to_base(msg.header.frame_id, np.eye(4), msg.header.stamp)[:3, :3]
             now = self._now()
             stamp = self._stamp_seconds(msg.header.stamp)
             if stamp != 0.0 and abs(now - stamp) > max(1.0, self.controller.config.twist_timeout):
@@ -182,7 +144,7 @@ class GoalTopics:
             changed = False
             for marker in msg.markers:
                 try:
-                    changed |= self._markers.apply(marker, self._target_in_base)
+                    changed |= self._markers.apply(marker, self.frames.to_base)
                 except InputError as exc:
                     self._refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}")
             if changed:

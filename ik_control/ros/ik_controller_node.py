@@ -72,6 +72,7 @@ from ik_control.ros.controller_lifecycle import ControllerLifecycle
 from ik_control.ros.controller_markers import controller_markers
 from ik_control.ros.controller_report import (controller_values, diagnostic_array, EventLog,
                                               StatusTopics)
+from ik_control.ros.frame_resolver import FrameResolver
 from ik_control.ros.goal_topics import GoalTopics
 from ik_control.ros.ik_controller_parameters import (COMMAND_INTERFACES, controller_config,
                                                      fixed_obstacles, load_model, LOOP_MODES,
@@ -172,6 +173,10 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         # target_pose/target_twist messages taken per end effector: a MoveToPose goal is
         # preempted when one comes for an effector it moves
         self.topic_goals = [0] * len(self.model.end_effectors)
+        # goal frames (topics, action, markers): other model frames at the commanded state
+        self.frames = FrameResolver(self.model, self, lambda: (
+            self.controller.q_cmd if self.controller is not None and self.controller.initialized
+            else self.model.center))
 
         # commands are published serialized (ik_control.ros.cdr): no Python messages on
         # the 1 kHz path, whatever the number of points

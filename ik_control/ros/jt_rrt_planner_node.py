@@ -31,6 +31,7 @@ from ik_control.planning.jt_rrt import RrtSettings
 from ik_control.planning.obstacles import Obstacle, obstacles_from_yaml
 from ik_control.planning.pipeline import METHODS, Planner
 from ik_control.ros.conversions import arrays_to_joint_trajectory, joint_state_positions
+from ik_control.ros.frame_resolver import FrameResolver
 from ik_control.ros.ik_controller_parameters import read_srdf
 from ik_control.ros.obstacle_markers import marker_shape
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
@@ -106,6 +107,8 @@ class JtRrtPlannerNode(Node):
             raise StartupError(str(exc)) from None
         self.markers = {}
         self.q = None
+        # goal and marker frames: other model frames at the measured state, tf2 beyond
+        self.frames = FrameResolver(self.model, self, lambda: self.q)
         self.plans = 0
         self.pub_traj = self.create_publisher(JointTrajectory, '~/planned_trajectory', 10)
         self.pub_execute = (self.create_publisher(JointTrajectory, self.values['execute_topic'],
@@ -124,13 +127,6 @@ class JtRrtPlannerNode(Node):
         if q is not None:
             self.q = q
 
-    def _in_base(self, frame, T):
-        if frame in ('', self.model.base_frame):
-            return T
-        if self.model.pin_model.existFrame(frame) and self.q is not None:
-            return self.model.pin_frame_placement(self.q, frame) @ T
-        raise InputError(f"unknown frame '{frame}'")
-
     def _on_pose(self, msg):
         try:
             p, o = msg.pose.position, msg.pose.orientation
@@ -138,7 +134,7 @@ class JtRrtPlannerNode(Node):
             T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'goal position')
             T[:3, :3] = quaternion_to_matrix(unit_quaternion([o.x, o.y, o.z, o.w],
                                                              'goal orientation'))
-            T = self._in_base(msg.header.frame_id, T)
+            T = self.frames.to_base(msg.header.frame_id, T, msg.header.stamp)
             self._plan(T[:3, 3], T[:3, :3])
         except IkControlError as exc:
             self._report(DiagnosticStatus.ERROR, f'goal refused: {exc}')
@@ -148,7 +144,7 @@ class JtRrtPlannerNode(Node):
             T = np.eye(4)
             p = msg.point
             T[:3, 3] = finite_vector([p.x, p.y, p.z], 3, 'goal position')
-            self._plan(self._in_base(msg.header.frame_id, T)[:3, 3], None)
+            self._plan(self.frames.to_base(msg.header.frame_id, T, msg.header.stamp)[:3, 3], None)
         except IkControlError as exc:
             self._report(DiagnosticStatus.ERROR, f'goal refused: {exc}')
 
@@ -176,7 +172,7 @@ class JtRrtPlannerNode(Node):
 
     def _marker_obstacle(self, marker):
         shape, T, scale = marker_shape(marker)
-        T = self._in_base(marker.header.frame_id, T)
+        T = self.frames.to_base(marker.header.frame_id, T, marker.header.stamp)
         scale = finite_vector(scale, 3, 'scale')
         size = {'box': tuple(scale), 'sphere': (0.5 * scale.max(),),
                 'cylinder': (0.5 * max(scale[0], scale[1]), scale[2])}[shape]

@@ -190,8 +190,8 @@ class MoveToPoseServer:
         for k, (ee, target) in enumerate(zip(names, request.targets)):
             T = pose_to_matrix(target.pose, f'{ee} target')
             with node.lock:  # frames of the model are placed at the commanded state
-                targets[k] = node._target_in_base(target.header.frame_id, T,
-                                                  target.header.stamp)
+                targets[k] = node.frames.to_base(target.header.frame_id, T,
+                                                 target.header.stamp)
             if not np.all(np.isfinite(targets[k])):
                 raise InputError(f'{ee} target is not finite in the base frame')
         return _Goal(handle, names, indices, targets, tol_p, tol_r, time_limit)

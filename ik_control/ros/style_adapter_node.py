@@ -29,6 +29,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped
 from ik_control import robots
 from ik_control.ros.conversions import arrays_to_joint_trajectory, joint_state_positions
+from ik_control.ros.frame_resolver import FrameResolver
 from ik_control.ros.parameters import declare_all, Param, run_node, StartupError
 from ik_control.style.adapter import StyleAdapter
 from ik_control.style.modulation import time_scale
@@ -79,6 +80,8 @@ class StyleAdapterNode(Node):
         a = self.adapter
         a.adapt(self._exemplar_point(), self.model.joint_names, self.model.center)
         self.q = None
+        # goal frames: other model frames at the measured state, tf2 beyond
+        self.frames = FrameResolver(self.model, self, lambda: self.q)
         self.adaptations = 0
         self.create_subscription(JointState, 'joint_states', self._on_state, 10)
         self.create_subscription(PointStamped, '~/goal', self._on_goal, 10)
@@ -113,12 +116,8 @@ class StyleAdapterNode(Node):
                 raise InputError('no joint state received yet')
             p = msg.point
             point = finite_vector([p.x, p.y, p.z], 3, 'goal point')
-            frame = msg.header.frame_id
-            if frame not in ('', self.model.base_frame):
-                if not self.model.pin_model.existFrame(frame):
-                    raise InputError(f"unknown frame '{frame}'")
-                T = self.model.pin_frame_placement(self.q, frame)
-                point = T[:3, :3] @ point + T[:3, 3]
+            T = self.frames.to_base(msg.header.frame_id, np.eye(4), msg.header.stamp)
+            point = T[:3, :3] @ point + T[:3, 3]
             start = self.values['start'] or None
             motion = self.adapter.adapt(point, self.model.joint_names, self.q, start=start)
         except IkControlError as exc:
