@@ -150,8 +150,10 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         # the controller counts time from here: epoch seconds as floats resolve 0.24 us
         self.epoch_ns = self._now_ns()
         self._epoch = divmod(self.epoch_ns, 1_000_000_000)
-        # the position-IK fallback solves on its own thread, never on the control tick
-        self._ik_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix='ik_fallback')
+        # the position-IK fallback solves on its own thread, never on the control tick (one
+        # pool, kept by a configure that follows a failed one)
+        if getattr(self, '_ik_pool', None) is None:
+            self._ik_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix='ik_fallback')
         self.controller = self._new_controller()
         self._warn_deprecated(values)
         self._refusals = 0
