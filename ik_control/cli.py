@@ -16,7 +16,6 @@ from ik_control.console import progress
 from ik_control.validation import IkControlError, InputError
 
 EXIT_USAGE = 2
-EXIT_NO_SOLUTION = solve_command.EXIT_NO_SOLUTION
 
 
 def _dh_to_urdf(args):

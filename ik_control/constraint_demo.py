@@ -300,7 +300,7 @@ def plot(results, path, title=None):
                  label='orientations |C| [rad]')
     ax1.semilogy(s['t'], np.maximum(s['held_error_m'], floor),
                  label='left hand point to point |C| [m]')
-    if np.any(s.get('com_error_m', 0.0)):
+    if results['summary'].get('centre_of_mass'):
         ax1.semilogy(s['t'], np.maximum(s['com_error_m'], floor),
                      label='centre of mass off its vertical line [m]')
     ax1.semilogy(s['t'], np.maximum(s['tracking_error_m'], floor),

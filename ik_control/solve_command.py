@@ -83,8 +83,9 @@ def posture_refinement(args, model, mode, target, result):
     Replaces ``result.q`` by the refined joint values if they stay within the tolerance;
     returns the report's ``posture`` entry, or None without posture options.
     """
-    if (args.posture_target is None and args.posture_weights is None
-            and args.posture_exponent is None):
+    options = (args.posture_target, args.posture_weights, args.posture_exponent,
+               args.posture_gain)
+    if all(v is None for v in options):
         return None
     from ik_control.ik.position_ik import LAW_CONFIG
     from ik_control.ik.posture import PostureRefinement
@@ -93,7 +94,7 @@ def posture_refinement(args, model, mode, target, result):
         model, LAW_CONFIG, posture_target=args.posture_target or (),
         posture_weights=args.posture_weights or (),
         posture_exponent=2.0 if args.posture_exponent is None else args.posture_exponent,
-        gain=args.posture_gain)
+        gain=0.1 if args.posture_gain is None else args.posture_gain)
     before = refinement.cost(result.q)
     q, updates, ep, er = refinement.refine(result.q, target)
     applied = ep <= args.tolerance and (mode == 'position' or er <= args.tolerance)
@@ -139,7 +140,8 @@ def add_parser(subparsers):
                        help='per-joint weights alpha_i of the control term [-] (default 1)')
     solve.add_argument('--posture-exponent', type=float, metavar='PSI',
                        help='exponent psi of the control term [-], >= 1 (default 2)')
-    solve.add_argument('--posture-gain', type=float, default=0.1,
-                       help='step gain of the control term (alpha of SAM eq. 17) [-]')
+    solve.add_argument('--posture-gain', type=float, metavar='ALPHA',
+                       help='step gain of the control term (alpha of SAM eq. 17) [-] '
+                            '(default 0.1)')
     solve.add_argument('--json', action='store_true', help='print JSON')
     solve.set_defaults(func=run)

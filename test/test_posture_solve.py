@@ -85,6 +85,7 @@ def test_solve_command_with_posture_options(wam_tip, capsys):
     (['--posture-target', '0.1'], 'posture_target needs 7 values'),
     (['--posture-exponent', '0.5'], 'posture_exponent must be >= 1'),
     (['--posture-gain', '-1', '--posture-exponent', '2'], 'posture gain must be'),
+    (['--posture-gain', '0'], 'posture gain must be'),   # the gain alone asks for it too
 ])
 def test_solve_command_refuses_bad_posture_options_in_one_line(extra, message, capsys):
     goal = _tip(RobotModel.from_urdf(WAM_URDF, base_frame='wam_base',
