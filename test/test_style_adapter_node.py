@@ -45,6 +45,13 @@ def simon():
     try:
         assert bringup.ctx.wait_for_subscribers(bringup.goal_pub, 1, timeout=STARTUP), \
             adapter.stderr[-2000:]
+        # the plan topic: the adapter publishing, the controller and this process taking it
+        # (a plan sent before the controller's subscription was discovered is lost)
+        topic = f'{NS}/ik_controller/joint_trajectory'
+        node = bringup.ctx.node
+        assert bringup.ctx.spin_until(lambda: node.count_publishers(topic) >= 1
+                                      and node.count_subscribers(topic) >= 2, STARTUP), \
+            adapter.stderr[-2000:]
         yield bringup
     finally:
         adapter.stop()
