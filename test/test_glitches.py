@@ -12,155 +12,15 @@ while the stream flows, and the robot never moves faster than its limits.
 
 import math
 
-from command_checks import assert_window_within_limits
+from control_rig import DT, goal_pose, RATE, rig, Run, SIMON, WAM
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
-from ik_control.control.config import ControllerConfig
-from ik_control.control.controller import ResolvedRateController
 from ik_control.control.goal_state import GoalState
 from ik_control.control.robot_link import CONFIRM_SAMPLES, LinkState, off_path, POSITION_NOISE
 from ik_control.control.status import Status
-from ik_control.sim.saturation import SetpointSaturation
 from ik_control.validation import InputError
 import numpy as np
 import pytest
-
-WAM = robots.robot('wam')
-SIMON = robots.robot('simon')
-RATE = 500.0
-DT = 1.0 / RATE
-
-
-class Follower:
-    """
-    A robot that follows the latest command window (as a trajectory controller).
-
-    Its setpoints go through ros2_control's saturation (as sim_robot's): a setpoint it
-    could not follow within its limits is clipped and counted (``sat.clamps``).
-    """
-
-    def __init__(self, model, q, v_max, a_max):
-        self.sat = SetpointSaturation(model.lower, model.upper, v_max, a_max, q)
-        self.window, self.since = None, 0.0
-        self.blocked = False  # brakes on: it stays where it is, whatever it is sent
-
-    @property
-    def q(self):
-        return self.sat.q
-
-    def restart(self, q):
-        """Put the robot at ``q``, at rest, without a trajectory (a restarted driver)."""
-        self.sat.reset(q)
-        self.window = None
-
-    def command(self, window, now):
-        if window is not None:
-            self.window, self.since = window, now
-
-    def move(self, now):
-        """Step to ``now`` (one period on)."""
-        if self.window is not None and not self.blocked:
-            self.sat.apply(self.window.at(now - self.since)[0], DT)
-
-
-def _rig(model=WAM, **config):
-    c = ResolvedRateController(model, ControllerConfig(rate_hz=RATE, **config))
-    q = robots.ready_pose('wam' if model is WAM else 'simon')
-    c.set_joint_state(model.joint_names, q, 0.0)
-    robot = Follower(model, q, c.v_max, c.a_max)
-    return c, robot
-
-
-def _checks(c, model, command, previous, previous_stale, robot=None):
-    """
-    Check the window keeps the limits and continues the previous one while states flow.
-
-    At a re-seed onto the robot's own motion (``robot``: its position and its velocity
-    over the last period) it starts there instead: continuous for the robot, not for
-    the command.
-    """
-    cfg = c.config
-    assert_window_within_limits(model.lower + cfg.position_margin,
-                                model.upper - cfg.position_margin, c.v_max, c.a_max, command)
-    if robot is not None:
-        q, v = robot[0], np.clip(robot[1], -c.v_max, c.v_max)
-    elif previous is not None and not previous_stale:
-        q, v = previous.at(DT)
-    else:
-        return
-    np.testing.assert_allclose(command.positions[0], q, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(command.velocities[0], v, rtol=0, atol=1e-9)
-
-
-class Run:
-    """
-    Tick loop with the checks; counts the robot's clamped setpoints.
-
-    ``clamps``: setpoints the robot had to clip, except while it recovers from a restart
-    elsewhere or from being blocked (until a tick it follows unclamped within
-    reseed_tolerance of the path: it may have to catch up with it).
-    """
-
-    def __init__(self, c, robot, model=WAM):
-        self.c, self.robot, self.model = c, robot, model
-        self.now, self.previous, self.previous_stale = 0.0, None, False
-        self.clamps = 0
-        self.recovering = False
-        self.max_step = 0.0  # largest command step between windows / (v_max * period)
-        self.reseeds_onto_robot = 0  # re-seeds that restarted the path on the robot
-
-    def restart(self, q):
-        self.robot.restart(q)
-        self.recovering = True
-
-    def tick(self, send=True, names=None, positions=None):
-        self.now += DT
-        before = self.robot.sat.clamps
-        q_before = self.robot.q.copy()
-        self.robot.move(self.now)
-        motion = (self.robot.q.copy(), (self.robot.q - q_before) / DT)
-        if self.recovering:  # until a tick it follows unclamped, near the path
-            self.recovering = (self.robot.blocked or self.robot.sat.clamps > before
-                               or self.c.link != LinkState.TRACKING
-                               or np.max(np.abs(self.c.path.sample(self.now)[0] - self.robot.q))
-                               >= self.c.config.reseed_tolerance)
-        else:
-            self.clamps += self.robot.sat.clamps - before
-        result = None
-        if send:
-            try:
-                result = self.c.set_joint_state(
-                    names or self.model.joint_names,
-                    self.robot.q if positions is None else positions, self.now)
-            except InputError:  # malformed or outside the limits: refused
-                result = 'error'
-
-        reseeds, link = self.c.reseeds, self.c.link
-        command = self.c.update(self.now)
-        onto_robot = (self.c.reseeds > reseeds and link == LinkState.TRACKING
-                      and self.c.link == LinkState.TRACKING)
-        if onto_robot:
-            self.reseeds_onto_robot += 1
-        if command is not None:
-            _checks(self.c, self.model, command, self.previous, self.previous_stale,
-                    motion if onto_robot else None)
-            if self.previous is not None and not self.previous_stale and not onto_robot:
-                self.max_step = max(self.max_step, float(np.max(np.abs(
-                    command.positions[0] - self.previous.positions[0]) / (self.c.v_max * DT))))
-        self.previous = command
-        self.previous_stale = bool(self.c.status & Status.STALE_STATE)
-        self.robot.command(command, self.now)
-        return result, command
-
-    def ticks(self, n, **kw):
-        for _ in range(n):
-            self.tick(**kw)
-
-
-def _goal(model, q, offset, i=0):
-    T = model.frame_placements(q)[i]
-    T[:3, 3] += offset
-    return T
 
 
 @settings(max_examples=50, deadline=None)
@@ -183,9 +43,9 @@ def test_a_robot_behind_on_its_path_is_not_off_it_and_one_beside_it_is(seed):
 
 def test_a_glitch_sample_is_refused_counted_and_never_moves_the_command():
     """Issue 10 case 1: wam_j1 at 2.65 (past its 2.6 limit), and at 2.5 (inside)."""
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.0, 0.2, 0.0]))
+    c.set_target_matrix('tool', goal_pose(WAM, robot.q, [0.0, 0.2, 0.0]))
     run.ticks(50)
     for value in (2.65, 2.5, -2.5):
         glitch = robot.q.copy()
@@ -207,7 +67,7 @@ def test_a_glitch_sample_is_refused_counted_and_never_moves_the_command():
 
 def test_reordered_names_are_refused_and_a_persistent_reorder_is_joined_smoothly():
     """Issue 10 case 2: names reordered, positions not (once each tick, then for good)."""
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
     run.ticks(20)
     names = list(WAM.joint_names)
@@ -239,9 +99,9 @@ def test_a_robot_that_is_elsewhere_is_followed_within_bounded_ticks(case):
     away on every joint; blocked: its brakes hold it for 0.2 s mid-motion while it keeps
     reporting (the path runs away from it: a re-seed, the command joins it).
     """
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.0, 0.2, 0.0]))
+    c.set_target_matrix('tool', goal_pose(WAM, robot.q, [0.0, 0.2, 0.0]))
     run.ticks(100)
     if case == 'restart':
         run.ticks(100, send=False)  # joint_state_timeout 0.1 s = 50 ticks
@@ -274,9 +134,9 @@ def test_a_robot_that_is_elsewhere_is_followed_within_bounded_ticks(case):
 
 def test_a_tick_later_than_the_committed_knots_is_counted_and_told():
     """A loop on time never follows the braking tail; one stalled past the knots does."""
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.05, 0.1, 0.0]))
+    c.set_target_matrix('tool', goal_pose(WAM, robot.q, [0.05, 0.1, 0.0]))
     run.ticks(100)
     assert c.late_ticks == 0
     assert not [e for e in c.drain_events() if e.kind == 'late_tick']
@@ -292,9 +152,9 @@ def test_a_tick_later_than_the_committed_knots_is_counted_and_told():
 
 def test_hold_then_resume_continues_the_goal_and_goal_reached_agrees():
     """Issue 10 case 4: ~/hold mid-motion, ~/resume: the same goal is reached."""
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.05, 0.1, 0.0]))
+    c.set_target_matrix('tool', goal_pose(WAM, robot.q, [0.05, 0.1, 0.0]))
     assert c.goal_state[0] == GoalState.ACCEPTED
     run.ticks(30)
     assert c.goal_state[0] == GoalState.ACTIVE
@@ -319,9 +179,9 @@ def test_hold_then_resume_continues_the_goal_and_goal_reached_agrees():
 @pytest.mark.parametrize('distance', [10.0, 1e12])
 def test_a_far_goal_ends_unreachable_within_seconds(distance):
     """Issue 10 case 5: a goal 10 m or 1e12 m away is reported unreachable, once."""
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [distance, 0.0, 0.0]))
+    c.set_target_matrix('tool', goal_pose(WAM, robot.q, [distance, 0.0, 0.0]))
     for k in range(int(4.0 * RATE)):
         run.tick()
         if c.status & Status.TARGET_UNREACHABLE:
@@ -336,7 +196,7 @@ def test_a_far_goal_ends_unreachable_within_seconds(distance):
 
 def test_a_reachable_goal_is_not_called_unreachable():
     """The scale-free rule does not end a far but reachable goal early."""
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
     q_goal = robots.ready_pose('wam') + np.array([0.8, -0.5, 0.6, -0.6, 0.5, 0.4, 0.5])
     c.set_target_matrix('tool', WAM.frame_placements(q_goal)[0])
@@ -348,14 +208,14 @@ def test_a_reachable_goal_is_not_called_unreachable():
 
 
 def test_a_new_goal_replaces_the_active_one():
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.0, 0.1, 0.0]))
+    c.set_target_matrix('tool', goal_pose(WAM, robot.q, [0.0, 0.1, 0.0]))
     run.ticks(10)
-    c.set_target_matrix('tool', _goal(WAM, robot.q, [0.0, -0.1, 0.0]))
+    c.set_target_matrix('tool', goal_pose(WAM, robot.q, [0.0, -0.1, 0.0]))
     kinds = [e.kind for e in c.drain_events() if e.kind.startswith('goal')]
     assert kinds == ['goal_accepted', 'goal_replaced', 'goal_accepted']
-    assert c.goal_ids[0] == 2
+    assert c.goals.ids[0] == 2
 
 
 OPS = st.one_of(
@@ -372,7 +232,7 @@ OPS = st.one_of(
 
 def _stream(model, ops, seed):
     rng = np.random.default_rng(seed)
-    c, robot = _rig(model)
+    c, robot = rig(model)
     run = Run(c, robot, model)
     names = list(model.joint_names)
     for op, arg in ops:
@@ -404,7 +264,7 @@ def _stream(model, ops, seed):
             robot.blocked = False
         elif op == 'goal':
             c.set_target_matrix(model.end_effector_names[0],
-                                _goal(model, robot.q, [arg, -arg, 0.5 * arg]))
+                                goal_pose(model, robot.q, [arg, -arg, 0.5 * arg]))
         elif op == 'hold':
             if arg:
                 c.hold()
@@ -428,11 +288,11 @@ def test_random_glitch_reorder_stall_restart_streams_keep_every_limit_simon(ops,
 
 
 def test_a_goal_sent_during_hold_waits_for_resume():
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
     run.ticks(10)
     c.hold()
-    goal = _goal(WAM, robot.q, [0.0, 0.1, 0.0])
+    goal = goal_pose(WAM, robot.q, [0.0, 0.1, 0.0])
     c.set_target_matrix('tool', goal)
     assert c.goal_state[0] == GoalState.HELD
     run.ticks(50)

@@ -86,7 +86,7 @@ def test_a_new_path_starts_from_the_old_ones_pose_and_velocity():
     np.testing.assert_allclose(new.sample(0.0), pose, atol=1e-12)
     np.testing.assert_allclose(new.twist(0.0), velocity, atol=1e-9)
     c.follow_motion('tool', new, now, 'the second path')
-    assert c.goal_state[0] == GoalState.ACCEPTED and c.goal_ids[0] == 2
+    assert c.goal_state[0] == GoalState.ACCEPTED and c.goals.ids[0] == 2
 
 
 def test_a_velocity_profile_plays_from_the_current_pose_and_the_wave_returns():

@@ -8,20 +8,20 @@ while released; ``engage`` starts again from the robot's measured state, at rest
 goal is reached. Properties over random goals and release times (hypothesis).
 """
 
+from control_rig import checks, DT, rig, Run, WAM
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
 from ik_control.control.status import Status
 from ik_control.validation import InputError
 import numpy as np
 import pytest
-from test_glitches import _checks, _rig, DT, Run, WAM
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(offset=st.lists(st.floats(-0.6, 0.6), min_size=7, max_size=7),
        ticks=st.integers(1, 400))
 def test_release_brakes_within_the_limits_then_commands_nothing(offset, ticks):
-    c, robot = _rig()
+    c, robot = rig()
     run = Run(c, robot)
     goal = WAM.frame_placements(robots.ready_pose('wam') + np.array(offset))[0]
     c.set_target_matrix('tool', goal)
@@ -62,7 +62,7 @@ def test_release_brakes_within_the_limits_then_commands_nothing(offset, ticks):
 
 
 def test_a_release_before_any_state_commands_nothing_and_engage_starts_at_the_state():
-    c, robot = _rig()
+    c, robot = rig()
     c2 = type(c)(WAM, c.config)
     c2.release(0.0)
     c2.set_joint_state(WAM.joint_names, robot.q, 0.001)
@@ -70,4 +70,4 @@ def test_a_release_before_any_state_commands_nothing_and_engage_starts_at_the_st
     c2.engage()
     command = c2.update(0.002)
     np.testing.assert_allclose(command.positions[0], robot.q, atol=1e-12)
-    _checks(c2, WAM, command, None, False)
+    checks(c2, WAM, command, None, False)

@@ -27,7 +27,8 @@ Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i
    :func:`~ik_control.control.limits.limit_velocity` (velocity, braking before position
    bounds, acceleration, position clip) and the knot ``q_c + (v_prev + v_c) dt / 2``;
 5. judge (:class:`~ik_control.control.goal_referee.GoalReferee`): reached, stalled,
-   unreachable.
+   unreachable; then the outcome of each request for several effectors (an action's,
+   :mod:`~ik_control.control.goal_outcomes`).
 
 Without joint states for ``joint_state_timeout`` the controller stops commanding motion:
 its last command is a stop trajectory that brakes every joint at its acceleration limit
@@ -68,6 +69,7 @@ from ik_control.control.commit_stage import CommitStage
 from ik_control.control.config import ControllerConfig
 from ik_control.control.fallback import IkFallback
 from ik_control.control.goal_inputs import GoalInputs
+from ik_control.control.goal_outcomes import OutcomeBook
 from ik_control.control.goal_referee import GoalReferee
 from ik_control.control.goal_set import GoalSet
 from ik_control.control.goal_state import EventQueue
@@ -117,6 +119,9 @@ class ResolvedRateController(GoalInputs, Handover):
         self.v_cmd = np.zeros(n)
         self._v_des = np.zeros(n)
         self.goals = GoalSet(model.end_effector_names, self.events)
+        self.outcomes = OutcomeBook(self.goals)  # requests with an outcome (actions')
+        self._stop_ids = np.full(self.ne, -1)  # goals to end once at rest (cancel_goal)
+        self._braking = False  # the goals paused for that braking, not by ~/hold
         # what the velocity terms read: the knot, the limits, the goals (not the controller)
         self.tick = TickState(self.q_cmd, self.v_cmd, self._v_des, self.goals, self.solver)
         self.configure(config or ControllerConfig())
@@ -160,7 +165,7 @@ class ResolvedRateController(GoalInputs, Handover):
         limits_mod.integrate(q, self.v_cmd, v, self.dt, q.copy())
         join_velocity(q, q, self.v_max, self.a_max, v)  # re-seed, fallback approach
         GoalSet(self.model.end_effector_names, EventQueue()).judge(
-            self.solver.err_pos, self.solver.err_rot, 1.0, 1.0, self.v_cmd, 0.0, 1.0)
+            self.solver.err_pos, self.solver.err_rot, self.v_cmd, 0.0, 1.0)
         frame_T = self.solver.ws.frame_T
         pose_distance(frame_T[0], frame_T[0])  # the referee's check of a reached goal
         compile_kernels(self.model.lower, self.model.upper, q, self.a_max, self.dt)
@@ -197,6 +202,8 @@ class ResolvedRateController(GoalInputs, Handover):
               self.config.goal_orientation_tolerance) != tolerances:
             self.fallback.reconfigure(*tolerances)
         self.fallback.time_budget = config.fallback_time_budget
+        self.goals.default_tolerances(config.goal_position_tolerance,
+                                      config.goal_orientation_tolerance)
         self._configure_collision(config)
         self.tick.configure(config, v_max, a_max)
         if hasattr(self, 'cartesian'):
@@ -303,7 +310,14 @@ class ResolvedRateController(GoalInputs, Handover):
         the window of the committed path from ``now`` (module
         :mod:`~ik_control.control.command_window`); after joint states go stale, once, the
         path cut short to brake from ``now``; None while there is nothing to command.
+        Then the tracked goals' outcomes (:mod:`~ik_control.control.goal_outcomes`).
         """
+        command = self._tick(now)
+        if self._braking or self.outcomes.pending:
+            self._judge_outcomes(now)
+        return command
+
+    def _tick(self, now):
         cfg, robot = self.config, self.robot
         status = _NONE
         self._observe_clock(now)
@@ -403,12 +417,11 @@ class ResolvedRateController(GoalInputs, Handover):
         """
         Count a tick that came ``lost`` [s] after the path's committed knots ran out.
 
-        The robot may have followed the window's braking tail meanwhile (a command sent
-        now may reach it ``max_expected_latency`` late), so the path keeps that part of
-        the tail (:meth:`CommandWindow.start`): the motion slows down, and a timed plan
-        falls behind. A loop that keeps its rate never gets here. Logged when ``lost`` is
-        half ``max_expected_latency`` or more: a 1 kHz loop on a busy host misses its
-        period by a few ms often (5 % of the time on tails measured on an idle 2-core
+        The robot may have followed the window's braking tail meanwhile (a command may
+        reach it ``max_expected_latency`` late): the path keeps that part of the tail
+        (:meth:`CommandWindow.start`), the motion slows down, a timed plan falls behind.
+        Logged when ``lost`` is half ``max_expected_latency`` or more: a 1 kHz loop on a
+        busy host misses its period by a few ms often (5 % of the time on an idle 2-core
         machine), which the counts show without a line each second.
         """
         self.late_ticks += 1
@@ -431,19 +444,10 @@ class ResolvedRateController(GoalInputs, Handover):
         return _NONE
 
     def _stop(self, now):
-        """
-        Brake from ``now`` (the committed knots after it are dropped): the stop command.
-
-        Each joint decelerates within its acceleration limit (the path's braking tail);
-        None if the path is at rest already.
-        """
-        q, v = self.path.sample(now)
-        if not np.any(v):
+        """Brake from ``now`` (:meth:`cut_path`): the stop command; None if at rest already."""
+        if not np.any(self.path.sample(now)[1]):
             return None
-        self.path.truncate(now)
-        tail_t, tail_q, _ = self.path.tail()
-        self.q_cmd[:] = tail_q[-1] if tail_t.size else q
-        self.v_cmd[:] = 0.0
+        self.cut_path(now)
         return Command(*self.path.window(now))
 
     # ------------------------------------------------------------------ reporting
@@ -464,8 +468,6 @@ class ResolvedRateController(GoalInputs, Handover):
                             doc='Per effector: its pose goal is reached (bool array).')
     goal_state = property(lambda self: self.goals.state,
                           doc='Per effector: its :class:`GoalState` (int array).')
-    goal_ids = property(lambda self: self.goals.ids,
-                        doc='Per effector: how many goals it has been given (int array).')
     parked = property(lambda self: self.goals.parked,
                       doc='Per effector: its goal is unreachable, the closest pose held.')
     unreachable_reason = property(lambda self: self.goals.unreachable_reason,
@@ -485,7 +487,6 @@ class ResolvedRateController(GoalInputs, Handover):
                                   doc='Measured states refused as impossible motion.')
     reseeds = property(lambda self: self.robot.reseeds,
                        doc='Re-seeds onto the measured state, since start.')
-
     collision = property(lambda self: None if self.guard is None else self.guard.stage,
                          doc='The collision stage (CollisionStage) of :attr:`guard`, or None.')
 

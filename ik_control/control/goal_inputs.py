@@ -8,6 +8,9 @@ followed) and hands the new goal to the :class:`~ik_control.control.goal_set.Goa
 which records its lifecycle. The next tick follows it.
 
 * pose goals: :meth:`GoalInputs.set_pose_target`, :meth:`GoalInputs.set_target_matrix`;
+* pose goals for several effectors with one outcome (an action's):
+  :meth:`GoalInputs.track_pose_goal`, :meth:`GoalInputs.cancel_goal`,
+  :meth:`GoalInputs.preempt_goal` (:mod:`~ik_control.control.goal_outcomes`);
 * moving goals (SAM sec. VI): :meth:`GoalInputs.motion_start`,
   :meth:`GoalInputs.follow_motion`;
 * velocity goals (SAM's joystick mode): :meth:`GoalInputs.set_twist_target`;
@@ -23,7 +26,8 @@ A mixin of :class:`~ik_control.control.controller.ResolvedRateController`, whose
 solver, referee, clock and commanded state it uses.
 """
 
-from ik_control.control.goal_set import MODE_MOTION, MODE_TWIST
+from ik_control.control.goal_outcomes import Outcome
+from ik_control.control.goal_set import MODE_MOTION, MODE_TWIST, STILL_SPEED
 from ik_control.control.joint_goal import JointGoal
 from ik_control.validation import (finite_vector, InputError, quaternion_to_matrix,
                                    rigid_transform, unit_quaternion)
@@ -55,11 +59,86 @@ class GoalInputs:
         """
         self.check_engaged()
         i = self.end_effector_index(frame)
-        T = rigid_transform(T, 'target matrix')
+        self._accept_pose(i, rigid_transform(T, 'target matrix'), None)
+
+    def _accept_pose(self, i, T, tolerance):
+        """Effector ``i`` pursues the pose ``T`` (checked) within ``tolerance`` (None: default)."""
         self._cancel_joint_goal('a pose goal')
         self._end_goal(i)
-        self.goals.accept_pose(i, T)
+        self.goals.accept_pose(i, T, tolerance)
         self.solver.reset_targets([i])  # Buss's D_max,i: this effector's target jumped
+
+    # ------------------------------------------------------------------ goals with an outcome
+    def track_pose_goal(self, frames, targets, tolerances, time_limit, now):
+        """
+        Pose goals for the effectors ``frames`` as one request with an outcome (an action's).
+
+        ``targets``: a 4x4 placement (base frame) each; ``tolerances``: ``(position [m],
+        rotation [rad])`` each, > 0; ``time_limit`` [s], 0 for none. Each becomes its
+        effector's pose goal as :meth:`set_target_matrix` makes it, reached within its own
+        tolerances. Returns the :class:`~ik_control.control.goal_outcomes.TrackedGoal` whose
+        outcome the ticks decide (:mod:`~ik_control.control.goal_outcomes`). Raises
+        :class:`InputError` for a request that cannot be followed; nothing changes then.
+        """
+        self.check_engaged()
+        which = [self.end_effector_index(frame) for frame in frames]
+        if not which or len(set(which)) != len(which):
+            raise InputError(f'name each end effector once, got {list(frames)}')
+        poses = [rigid_transform(T, f'{frame} target') for frame, T in zip(frames, targets)]
+        tolerances = [tuple(finite_vector(tol, 2, f'{frame} tolerances'))
+                      for frame, tol in zip(frames, tolerances)]
+        if len(poses) != len(which) or len(tolerances) != len(which):
+            raise InputError('one target and one tolerance pair per end effector')
+        if not all(min(tol) > 0.0 for tol in tolerances):
+            raise InputError(f'tolerances must be > 0, got {tolerances}')
+        if not time_limit >= 0.0:
+            raise InputError(f'time_limit must be >= 0 s, got {time_limit}')
+        self._observe_clock(now)
+        for i, T, tolerance in zip(which, poses, tolerances):
+            self._accept_pose(i, T, tolerance)
+        return self.outcomes.track(which, now, time_limit)
+
+    def cancel_goal(self, goal, reason='canceled: holding the arm where it stopped'):
+        """
+        End the tracked ``goal`` ``CANCELLED``: its effectors stop where the arm comes to rest.
+
+        Every joint brakes within its acceleration limit (the goals are paused as by
+        :meth:`hold`); at rest the goal's effectors keep that pose, the others' goals go
+        on (a goal given to one of them meanwhile too). No effect on a decided goal.
+        """
+        if self.outcomes.close(goal, Outcome.CANCELLED, reason):
+            self._stop_at_rest(goal)
+
+    def preempt_goal(self, goal, reason):
+        """End the tracked ``goal`` ``REPLACED`` by the caller's rule; the arm goes on."""
+        self.outcomes.close(goal, Outcome.REPLACED, reason)
+
+    def _stop_at_rest(self, goal):
+        """Brake to rest, then ``goal``'s effectors keep their pose (:meth:`cancel_goal`)."""
+        which = goal.effectors
+        self._stop_ids[which] = self.goals.ids[which]
+        if self.goals.holding and not self._braking:  # ~/hold's: they stop now
+            self._end_stop()
+            return
+        self._braking = True
+        self.goals.pause('braking to rest')
+
+    def _end_stop(self):
+        """Stop the effectors of :meth:`_stop_at_rest` (those not given a newer goal since)."""
+        stop = self._stop_ids >= 0
+        if stop.any():
+            which = np.flatnonzero(stop & (self._stop_ids == self.goals.ids))
+            self._stop_ids[:] = -1
+            self.stop_goals([self.model.end_effector_names[i] for i in which])
+
+    def _judge_outcomes(self, now):
+        """After a tick: end the braking at rest; decide the tracked goals' outcomes."""
+        if self._braking and float(np.max(np.abs(self.v_cmd))) < STILL_SPEED:
+            self.resume()
+        if self.outcomes.pending:
+            for goal in self.outcomes.judge(now, self.status, self.config.joint_state_timeout,
+                                            self.joint_goal is not None):
+                self._stop_at_rest(goal)
 
     def motion_start(self, frame, now):
         """
@@ -95,7 +174,7 @@ class GoalInputs:
         ``weights(t)`` (a profile's ``priorities``, SAM sec. V) scales the obstacle
         avoidance gain by its ``secondary`` weight while it plays. Once it has played out
         its last pose is an ordinary pose goal, reached or unreachable by the usual rules.
-        A motion is a goal (``goal_ids``, :class:`GoalState`); ``what`` names it in the log.
+        A motion is a goal (``goals.ids``, :class:`GoalState`); ``what`` names it in the log.
         """
         self.check_engaged()
         i = self.end_effector_index(frame)
@@ -229,7 +308,9 @@ class GoalInputs:
 
     def hold(self):
         """Pause: decelerate to rest and keep the pose; the goals wait (``HELD``)."""
-        self.goals.pause()
+        self._end_stop()  # the braking of a cancel becomes this hold
+        self._braking = False
+        self.goals.pause('~/hold')
 
     def resume(self):
         """
@@ -238,6 +319,8 @@ class GoalInputs:
         Effectors without a goal keep the pose they have now. Progress towards the goals
         is counted from now (the pause is no lack of progress).
         """
+        self._end_stop()  # a cancelled goal's effectors keep the pose they have
+        self._braking = False
         if self.goals.holding and self.initialized:
             self.solver.ws.update(self.q_cmd, jacobian=False)
             self.goals.resume(self._clock, self.solver.ws.frame_T)

@@ -93,15 +93,13 @@ class GoalReferee:
             # replaced the approach, and the first hand, its tries spent, was parked
             # unreachable (SIMON under load)
             goals.excuse_pause(slice(None), now)
-        flags = goals.judge(solver.err_pos, solver.err_rot, cfg.goal_position_tolerance,
-                            cfg.goal_orientation_tolerance, velocities, now,
+        flags = goals.judge(solver.err_pos, solver.err_rot, velocities, now,
                             cfg.unreachable_time)
         if flags & SETTLING:  # the hand's own speed, per task row, over the window
             hand = np.max(np.abs(velocities @ solver.J.T), axis=0)
-            goals.settle_hands(hand, self.model.row_frame, solver.err_pos, solver.err_rot,
-                               cfg.goal_position_tolerance, cfg.goal_orientation_tolerance)
+            goals.settle_hands(hand, self.model.row_frame, solver.err_pos, solver.err_rot)
         if goals.reached.any():
-            self._confirm_measured(q_meas, cfg)
+            self._confirm_measured(q_meas)
         if flags:
             stuck = goals.stuck & ~fallback.seeking  # a pending solve decides those
             retry = ((stuck | goals.slow) & ~fallback.seeking
@@ -121,14 +119,13 @@ class GoalReferee:
         goals.transitions(solver.err_pos, solver.err_rot)
         return bool(goals.parked.any())
 
-    def _confirm_measured(self, q_meas, cfg):
+    def _confirm_measured(self, q_meas):
         """Keep ``goal_reached`` only where the measured pose is within tolerance too."""
-        ws = self._meas_ws
+        ws, goals = self._meas_ws, self.goals
         ws.update(q_meas, jacobian=False)
-        for i in np.flatnonzero(self.goals.reached):
-            err_p, err_r = pose_distance(ws.frame_T[i], self.goals.targets[i])
-            if err_p > cfg.goal_position_tolerance or (
-                    self.model.task_is_pose[i] and err_r > cfg.goal_orientation_tolerance):
+        for i in np.flatnonzero(goals.reached):
+            err_p, err_r = pose_distance(ws.frame_T[i], goals.targets[i])
+            if err_p > goals.tol_p[i] or (self.model.task_is_pose[i] and err_r > goals.tol_r[i]):
                 self.goals.withdraw_reached(i)
 
     def park(self, which, reason):

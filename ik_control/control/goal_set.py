@@ -69,7 +69,8 @@ def _judge_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, b
     """
     Goal bookkeeping of one tick (:meth:`GoalSet.judge`).
 
-    Sets ``goal_reached`` (within tolerance, a pose goal, not parked, every joint slower
+    Sets ``goal_reached`` (within each goal's tolerances ``tol_p[i]`` [m], ``tol_r[i]``
+    [rad], a pose goal, not parked, every joint slower
     than ``GOAL_SPEED`` at every point of ``v_cmd``, the command window's velocities),
     records progress in ``best_error``/``best_time`` (ne x 2) -- the error ``e = err_p /
     tol_p + err_r / tol_r`` counts as progress when ``e < (1 - PROGRESS_FRACTION)
@@ -88,12 +89,12 @@ def _judge_kernel(err_p, err_r, tol_p, tol_r, mode, parked, v_cmd, best_error, b
     settled = speed < GOAL_SPEED
     flags = 0
     for i in range(err_p.size):
-        close = err_p[i] <= tol_p and err_r[i] <= tol_r
+        close = err_p[i] <= tol_p[i] and err_r[i] <= tol_r[i]
         pose = mode[i] == MODE_POSE
         goal_reached[i] = close and pose and not parked[i] and settled
         if close and pose and not parked[i] and not settled:
             flags |= SETTLING
-        e = err_p[i] / tol_p + err_r[i] / tol_r
+        e = err_p[i] / tol_p[i] + err_r[i] / tol_r[i]
         if e < (1.0 - PROGRESS_FRACTION) * best_error[i, 0]:
             best_error[i, 0] = e
             best_time[i, 0] = now
@@ -123,6 +124,12 @@ class GoalSet:
         self.mode = np.full(ne, MODE_IDLE, dtype=np.int64)
         self.targets = np.tile(np.eye(4), (ne, 1, 1))  # what the solver drives each to
         self.goal = self.targets.copy()  # the user's goal (parked: not the target)
+        # each goal's tolerances, position [m] and rotation [rad]: the controller's
+        # (default_tolerances) unless the goal came with its own (an action's)
+        self.tol_p = np.ones(ne)
+        self.tol_r = np.ones(ne)
+        self.own_tolerance = np.zeros(ne, dtype=bool)
+        self._default_tolerance = (1.0, 1.0)
         self.twist = np.zeros((ne, 6))  # MODE_TWIST: linear [m/s], angular [rad/s]
         self.twist_time = np.full(ne, -math.inf)  # when each twist came [s]
         self.motions = [None] * ne  # MODE_MOTION: (motion, its start time [s])
@@ -148,8 +155,16 @@ class GoalSet:
             self.events.post('goal_replaced', 'info',
                              f"goal {self.ids[i]} for '{self.names[i]}' replaced")
 
-    def _accept(self, i, mode, what):
+    def default_tolerances(self, position, rotation):
+        """Goals without their own are reached within ``position`` [m], ``rotation`` [rad]."""
+        self._default_tolerance = (float(position), float(rotation))
+        self.tol_p[~self.own_tolerance] = position
+        self.tol_r[~self.own_tolerance] = rotation
+
+    def _accept(self, i, mode, what, tolerance=None):
         self.replace(i)
+        self.own_tolerance[i] = tolerance is not None
+        self.tol_p[i], self.tol_r[i] = self._default_tolerance if tolerance is None else tolerance
         self.mode[i] = mode
         self.reached[i] = False
         self.parked[i] = False
@@ -160,12 +175,16 @@ class GoalSet:
                          f"goal {self.ids[i]} for '{self.names[i]}' accepted: {what}"
                          + (' (held until resume)' if self.holding else ''))
 
-    def accept_pose(self, i, T):
-        """Accept the pose goal ``T`` (4x4, base frame) for effector ``i``."""
+    def accept_pose(self, i, T, tolerance=None):
+        """
+        Accept the pose goal ``T`` (4x4, base frame) for effector ``i``.
+
+        ``tolerance``: its own ``(position [m], rotation [rad])``, or None for the defaults.
+        """
         self.targets[i] = T
         self.goal[i] = T
         self._accept(i, MODE_POSE,
-                     f'position [{T[0, 3]:.4g}, {T[1, 3]:.4g}, {T[2, 3]:.4g}] m')
+                     f'position [{T[0, 3]:.4g}, {T[1, 3]:.4g}, {T[2, 3]:.4g}] m', tolerance)
 
     def accept_motion(self, i, motion, now, what):
         """Accept a moving goal for effector ``i`` from ``now`` [s] (``what``: its log name)."""
@@ -223,12 +242,12 @@ class GoalSet:
         self.best_time[i] = now
 
     # ------------------------------------------------------------------ pause
-    def pause(self):
-        """``~/hold``: the pursued goals wait (``HELD``)."""
+    def pause(self, why):
+        """``~/hold`` (or a cancel's braking, ``why``): the pursued goals wait (``HELD``)."""
         if not self.holding:
             paused = np.isin(self.state, (GoalState.ACCEPTED, GoalState.ACTIVE))
             self.state[paused] = GoalState.HELD
-            self.events.post('hold', 'info', f'holding (~/hold): {int(paused.sum())} goal(s) '
+            self.events.post('hold', 'info', f'holding ({why}): {int(paused.sum())} goal(s) '
                              'paused')
         self.holding = True
 
@@ -329,18 +348,19 @@ class GoalSet:
         """Clear effector ``i``'s unreachable reason (its goal ended or changed)."""
         self.unreachable_reason[i] = ''
 
-    def judge(self, err_p, err_r, tol_p, tol_r, velocities, now, unreachable_time):
+    def judge(self, err_p, err_r, velocities, now, unreachable_time):
         """
         Set ``reached``, ``stuck`` and ``slow`` at this tick (:func:`_judge_kernel`).
 
-        ``err_p`` [m], ``err_r`` [rad]: each effector's error at the commanded state;
+        ``err_p`` [m], ``err_r`` [rad]: each effector's error at the commanded state,
+        judged by each goal's tolerances (:attr:`tol_p`, :attr:`tol_r`);
         ``velocities``: the command window's [rad/s]. Returns the kernel's flags.
         """
-        return _judge_kernel(err_p, err_r, tol_p, tol_r, self.mode, self.parked,
+        return _judge_kernel(err_p, err_r, self.tol_p, self.tol_r, self.mode, self.parked,
                              velocities.reshape(-1), self.best_error, self.best_time, now,
                              unreachable_time, self.reached, self.stuck, self.slow)
 
-    def settle_hands(self, hand_speed, row_frame, err_p, err_r, tol_p, tol_r):
+    def settle_hands(self, hand_speed, row_frame, err_p, err_r):
         """
         Set ``reached`` for pose goals within tolerance whose hand is at rest.
 
@@ -349,7 +369,7 @@ class GoalSet:
         the hand is at rest though the joints may still move in the nullspace.
         """
         for i in np.flatnonzero((self.mode == MODE_POSE) & ~self.parked & ~self.reached):
-            if (err_p[i] <= tol_p and err_r[i] <= tol_r
+            if (err_p[i] <= self.tol_p[i] and err_r[i] <= self.tol_r[i]
                     and np.max(hand_speed[row_frame == i]) < GOAL_SPEED):
                 self.reached[i] = True
 

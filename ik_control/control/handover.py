@@ -17,6 +17,7 @@ tick's while released.
 """
 
 from ik_control.control.command_window import Command
+from ik_control.control.goal_outcomes import Outcome
 from ik_control.validation import InputError
 import numpy as np
 
@@ -35,6 +36,10 @@ class Handover:
         if self.released:
             return
         self.released = True
+        self.outcomes.close_all(Outcome.INACTIVE, 'the controller was deactivated: the arm '
+                                'braked to rest')
+        if self._braking:  # a cancel's braking: the release brakes and stops every goal
+            self.resume()
         if self.initialized:
             self._cancel_joint_goal('deactivation')
             self.stop_goals(self.model.end_effector_names)
@@ -60,16 +65,25 @@ class Handover:
         The first cuts the path at ``now`` (the knots after it dropped) and brakes from
         the state there; later ones are the rest of that braking.
         """
-        path = self.path
         if self._brake:
             self._brake = False
-            path.truncate(now)
-            tail_t, tail_q, _ = path.tail()
-            self.q_cmd[:] = tail_q[-1] if tail_t.size else path.sample(now)[0]
-            self.v_cmd[:] = 0.0
+            self.cut_path(now)
         elif not self.braking(now):
             return None
-        return Command(*path.window(now))
+        return Command(*self.path.window(now))
+
+    def cut_path(self, now):
+        """
+        Cut the committed path at ``now`` [s] (the knots after it dropped): it brakes there.
+
+        Each joint decelerates within its acceleration limit (the path's braking tail); the
+        commanded state becomes the pose it comes to rest at, at rest.
+        """
+        path = self.path
+        path.truncate(now)
+        tail_t, tail_q, _ = path.tail()
+        self.q_cmd[:] = tail_q[-1] if tail_t.size else path.sample(now)[0]
+        self.v_cmd[:] = 0.0
 
     def braking(self, now):
         """After :meth:`release`: whether the arm is still commanded to move at ``now`` [s]."""

@@ -13,7 +13,7 @@ change.
 
 It is a mixin of :class:`~ik_control.ros.ik_controller_node.IkControllerNode`, whose
 ``controller``, ``model``, ``lock``, clock (``_now``, ``_stamp_seconds``), refusals,
-``topic_goals``, ``frames``, obstacle markers and goal publishers it uses; the node creates the
+``frames``, obstacle markers and goal publishers it uses; the node creates the
 subscriptions.
 """
 
@@ -50,7 +50,6 @@ class GoalTopics:
             if not np.all(np.isfinite(T)):
                 raise InputError(f'{ee} target is not finite in the base frame')
             self.controller.set_target_matrix(ee, T)
-            self.topic_goals[self.controller.end_effector_index(ee)] += 1
             self._publish_goal(force=True)
         except InputError as exc:
             self._refuse(str(exc))
@@ -107,7 +106,6 @@ class GoalTopics:
     def _start_motion(self, ee, motion, now, what):
         """Hand a moving goal to the controller and say so (call with the lock held)."""
         self.controller.follow_motion(ee, motion, now, what)
-        self.topic_goals[self.controller.end_effector_index(ee)] += 1
         self._publish_goal(force=True)
 
     def _on_twist(self, ee, msg):
@@ -129,7 +127,6 @@ class GoalTopics:
             t = msg.twist
             self.controller.set_twist_target(ee, R @ [t.linear.x, t.linear.y, t.linear.z],
                                              R @ [t.angular.x, t.angular.y, t.angular.z], now)
-            self.topic_goals[self.controller.end_effector_index(ee)] += 1
         except InputError as exc:
             self._refuse(str(exc))
 

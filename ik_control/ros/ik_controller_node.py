@@ -172,9 +172,6 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._triggered = values['loop'] == 'on_joint_states' or (
             values['loop'] == 'synchronized' and self._sim_time)
-        # target_pose/target_twist messages taken per end effector: a MoveToPose goal is
-        # preempted when one comes for an effector it moves
-        self.topic_goals = [0] * len(self.model.end_effectors)
         # goal frames (topics, action, markers): other model frames at the commanded state
         self.frames = FrameResolver(self.model, self, lambda: (
             self.controller.q_cmd if self.controller is not None and self.controller.initialized

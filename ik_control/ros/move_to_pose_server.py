@@ -10,26 +10,29 @@ limit (the action definition documents the fields). Its life:
   or one per effector), a time limit >= 0. ROS 2 cannot attach a reason to a rejection, so
   an invalid goal is accepted and at once aborted with ``INVALID_GOAL`` and the reason in
   ``message`` (as MoveIt's move_group reports errors); the goal being followed carries on;
-* **followed**: the targets are set as a ``~/E/target_pose`` message would set them, and
-  a 10 Hz timer of the executor thread (never the control loop's tick) publishes feedback
-  and decides the outcome from a copy of the controller's state, taken under the node's
-  lock in a few microseconds (the loop waits for that lock: nothing slow happens there);
-* **succeeds** once every named effector is within its tolerances of its target (position
-  ``|p - p_goal|``, rotation angle of ``R_goal^T R``), both as joint_states measure it and
-  as commanded, and the command is at rest (every joint slower than the controller's
-  ``GOAL_SPEED`` at the newest committed knot, at two checks in a row), at least two ticks
-  after the targets were set;
-* **aborts** with ``UNREACHABLE`` when the controller parks a named effector
-  (``Status.TARGET_UNREACHABLE``: no progress for ``unreachable_time``, the arm still;
-  it holds the closest pose), ``STALE_STATE`` when joint_states go stale (the arm is
-  stopped) or none came within ``joint_state_timeout`` of acceptance, ``TIMEOUT`` after
-  ``time_limit`` (the arm holds where it is), ``PREEMPTED`` when a newer goal takes over:
-  another MoveToPose goal, or a ``target_pose``/``target_twist`` message for one of its
-  effectors; ``INACTIVE`` when the node is deactivated (the arm brakes to rest; a goal
-  sent while it is inactive is ``INVALID_GOAL``);
-* **canceled**: the arm stops where it comes to rest: the controller's hold brakes every
-  joint within its acceleration limit; at rest, the hold ends with that pose as the
-  target of every effector (pose goals that came on the topics meanwhile are kept).
+* **followed** as one request of the controller
+  (:meth:`~ik_control.control.goal_inputs.GoalInputs.track_pose_goal`): the targets become
+  the effectors' pose goals, each reached within the goal's tolerances, and the controller
+  decides the outcome at the end of its tick
+  (:class:`~ik_control.control.goal_outcomes.OutcomeBook`), as it judges a topic's goal;
+  this server only maps that outcome to the result. A 10 Hz timer of the executor thread
+  (never the control loop's tick) reads it, with a copy of the measured state for the
+  feedback, under the node's lock in a few microseconds;
+* **succeeds** (``REACHED``) once every named effector is within its tolerances of its
+  target (position ``|p - p_goal|``, rotation angle of ``R_goal^T R``), both as
+  joint_states measure it and as commanded, and the command window is at rest;
+* **aborts** with ``UNREACHABLE`` when the controller parks a named effector (no progress
+  for ``unreachable_time``: it holds the closest pose), ``STALE_STATE`` when joint_states
+  go stale (the arm is stopped) or none came within ``joint_state_timeout`` of acceptance,
+  ``TIMEOUT`` after ``time_limit`` (the arm stops where it comes to rest, as on a
+  cancel), ``PREEMPTED`` when a newer goal takes over: another MoveToPose goal, or a
+  ``target_pose``/``target_twist``/``target_path``/``velocity_profile``/
+  ``joint_trajectory`` message for one of its effectors; ``INACTIVE`` when the node is
+  deactivated (the arm brakes to rest; a goal sent while it is inactive is
+  ``INVALID_GOAL``);
+* **canceled**: the controller's :meth:`~ik_control.control.goal_inputs.GoalInputs.
+  cancel_goal`: every joint brakes within its acceleration limit, and at rest the goal's
+  effectors keep that pose (goals the others have, or that came meanwhile, go on).
 
 Feedback and results give the errors per effector in goal order, of the measured state.
 
@@ -40,11 +43,8 @@ waited for the outcome would keep the executor thread busy, and take the interpr
 lock from the control loop, for as long as the arm moves.
 """
 
-import math
-from typing import NamedTuple, Optional
-
 from ik_control.control import status as status_mod
-from ik_control.control.goal_set import GOAL_SPEED, MODE_POSE, STILL_SPEED
+from ik_control.control.goal_outcomes import Outcome
 from ik_control.ik.pose_error import pose_distance
 from ik_control.ros.conversions import pose_to_matrix, sec_to_duration, time_to_sec
 from ik_control.validation import finite_vector, InputError
@@ -53,10 +53,14 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 ACTION_NAME = '~/move_to_pose'
 FEEDBACK_RATE = 10.0  # feedback messages and outcome checks per second [Hz]
-SETTLE_TICKS = 2  # control ticks after the targets are set before the errors count
-_STALE = int(status_mod.Status.STALE_STATE)
-_NO_STATE = int(status_mod.Status.NO_STATE)
-_INACTIVE = int(status_mod.Status.INACTIVE)
+#: the controller's outcome -> the action's state and result code (Result's constant)
+OUTCOMES = {Outcome.REACHED: ('succeed', 'SUCCEEDED'),
+            Outcome.UNREACHABLE: ('abort', 'UNREACHABLE'),
+            Outcome.REPLACED: ('abort', 'PREEMPTED'),
+            Outcome.CANCELLED: ('canceled', 'CANCELED'),
+            Outcome.TIMED_OUT: ('abort', 'TIMEOUT'),
+            Outcome.STALE: ('abort', 'STALE_STATE'),
+            Outcome.INACTIVE: ('abort', 'INACTIVE')}
 
 
 def load_action_type():
@@ -88,22 +92,8 @@ def per_effector(values, count, default, name):
     return np.broadcast_to(arr, (count,)).astype(float)
 
 
-class _Snapshot(NamedTuple):
-    """The controller's state for a goal at one check (:meth:`MoveToPoseServer._snapshot`)."""
-
-    now: float  # node time [s]
-    status: int  # Status bit field
-    commanded: Optional[list]  # commanded placements of the goal's effectors (4x4)
-    q_meas: Optional[np.ndarray]  # measured joint positions [rad]
-    parked: list  # the goal's effectors parked at their closest pose (unreachable)
-    reasons: list  # why, as the controller says (COLLISION: ... when a pair blocks them)
-    speed: float  # fastest joint at the newest committed knot [rad/s]
-    ticks: int  # control ticks since the targets were set
-    preempted: list  # the goal's effectors that took a topic goal since
-
-
 class _Goal:
-    """One accepted goal: its targets in the base frame, tolerances and bookkeeping."""
+    """One accepted goal: its targets in the base frame, tolerances, the controller's request."""
 
     def __init__(self, handle, names, indices, targets, tol_p, tol_r, time_limit):
         self.handle = handle
@@ -113,10 +103,8 @@ class _Goal:
         self.tol_p = tol_p
         self.tol_r = tol_r
         self.time_limit = time_limit
-        self.start = 0.0
-        self.ticks = 0
-        self.topic_goals = []
-        self.speed = math.inf  # fastest joint at the previous check [rad/s]
+        self.request = None  # the controller's TrackedGoal
+        self.controller = None  # whose request it is (cleanup makes a new controller)
         self.err_p = np.full(len(names), np.nan)
         self.err_r = np.full(len(names), np.nan)
 
@@ -130,8 +118,6 @@ class MoveToPoseServer:
         self.action = action_type
         self.active = None
         self._outcomes = {}  # goal id -> (state, result) decided, until executed
-        self._releasing = None  # topic goal counts when _hold began, until released
-        self._stopped = []  # the effectors of the goal that _hold stopped
         self._ws = node.model.workspace()  # kinematics of the measured state, off the lock
         self._server = ActionServer(node, action_type, ACTION_NAME,
                                     execute_callback=self._execute,
@@ -201,36 +187,37 @@ class MoveToPoseServer:
         node = self.node
         try:
             goal = self._parse(handle)
+            with node.lock:
+                c = node.controller
+                previous = self.active
+                if previous is not None and previous.controller is c:
+                    c.preempt_goal(previous.request, 'preempted by a newer MoveToPose goal')
+                goal.request = c.track_pose_goal(goal.names, goal.targets,
+                                                 list(zip(goal.tol_p, goal.tol_r)),
+                                                 goal.time_limit, node._now())
+                goal.controller = c
+                self.active = goal
+                node._publish_goal(force=True)  # goal_reached false, as a topic goal does
         except InputError as exc:
             with node.lock:
                 node._refuse(f'move_to_pose goal: {exc}')
             goal = _Goal(handle, [], np.zeros(0, int), np.zeros((0, 4, 4)), None, None, 0.0)
             self._finish(goal, 'abort', self.action.Result.INVALID_GOAL, str(exc))
-        else:
-            previous = self.active
-            if self._releasing is not None:
-                self._release(force=True)
-            with node.lock:
-                for ee, T in zip(goal.names, goal.targets):
-                    node.controller.set_target_matrix(ee, T)
-                goal.start = node._now()
-                goal.ticks = node.stats.count
-                goal.topic_goals = list(node.topic_goals)
-                self.active = goal
-                node._publish_goal(force=True)  # goal_reached false, as a topic goal does
-            if previous is not None:
-                self._finish(previous, 'abort', self.action.Result.PREEMPTED,
-                             'preempted by a newer MoveToPose goal')
-            node.get_logger().debug(f'move_to_pose: following a goal for {goal.names}')
-            self._timer.reset()
+            return
+        if previous is not None:
+            self._finish(previous, 'abort', self.action.Result.PREEMPTED,
+                         'preempted by a newer MoveToPose goal')
+        node.get_logger().debug(f'move_to_pose: following a goal for {goal.names}')
+        self._timer.reset()
 
     def _on_cancel(self, handle):
-        """Accept a cancel of the active goal: stop the arm where it comes to rest."""
+        """Accept a cancel of the active goal: the controller stops the arm where it rests."""
         goal = self.active
         if goal is None or goal.handle is not handle:
             return CancelResponse.REJECT
         with self.node.lock:
-            self._hold(goal)
+            if goal.controller is self.node.controller:
+                goal.controller.cancel_goal(goal.request)
         # executing now, then canceling (rclpy's next step), the result is CANCELED
         self._finish(goal, 'canceled', self.action.Result.CANCELED,
                      'canceled: holding the arm where it stopped')
@@ -248,120 +235,43 @@ class MoveToPoseServer:
         return result
 
     # ------------------------------------------------------------------ following
-    def _hold(self, goal):
-        """
-        Stop the arm where it comes to rest (node lock held): the controller's hold.
-
-        The controller brakes every joint within its acceleration limit (``hold``); once
-        the arm is at rest, :meth:`_release` leaves hold with that pose as the target, so
-        later goals (topics or actions) are followed as usual.
-        """
-        if not self.node.controller.holding:  # a hold of ~/hold is the user's to end
-            self.node.controller.hold()
-            self._releasing = list(self.node.topic_goals)
-            self._stopped = list(goal.names)
-            self._timer.reset()
-
-    def _release(self, force=False):
-        """
-        Leave the hold of :meth:`_hold` once the arm is at rest (or at once with ``force``).
-
-        Pose goals that came on the topics during the braking are kept.
-        """
-        node, c = self.node, self.node.controller
-        with node.lock:
-            if not force and float(np.max(np.abs(c.v_cmd))) >= STILL_SPEED:
-                return
-            newer = [(i, c.goals.targets[i].copy()) for i, n in enumerate(node.topic_goals)
-                     if n != self._releasing[i] and c.goals.mode[i] == MODE_POSE]
-            if c.holding:
-                c.resume()
-            # the stopped goal's effectors stay where they came to rest
-            c.stop_goals([ee for ee in self._stopped
-                          if c.end_effector_index(ee) not in dict(newer)])
-            for i, T in newer:
-                c.set_target_matrix(c.model.end_effectors[i].frame, T)
-        self._releasing = None
-
-    def _snapshot(self, goal):
-        """Copy the controller's state that decides ``goal`` under the node's lock."""
-        node, c = self.node, self.node.controller
-        with node.lock:
-            now = node._now()
-            snap = _Snapshot(
-                now=now, status=c.status,
-                commanded=([c.current_pose(ee) for ee in goal.names] if c.initialized
-                           else None),
-                q_meas=None if c.q_meas is None else c.q_meas.copy(),
-                parked=[ee for ee, i in zip(goal.names, goal.indices) if c.parked[i]],
-                reasons=[c.unreachable_reason[i] for i in goal.indices if c.parked[i]],
-                speed=float(np.max(np.abs(c.v_cmd))),
-                ticks=node.stats.count - goal.ticks,
-                preempted=[ee for ee, i in zip(goal.names, goal.indices)
-                           if node.topic_goals[i] != goal.topic_goals[i]])
-        return snap
-
     def _monitor(self):
-        """Publish feedback and decide the outcome of the active goal (10 Hz, executor)."""
-        if self._releasing is not None:
-            self._release()
+        """Publish feedback; map the controller's outcome of the active goal (10 Hz, executor)."""
         goal = self.active
         if goal is None:
-            if self._releasing is None:
-                self._timer.cancel()
+            self._timer.cancel()
             return
-        Result = self.action.Result
-        snap = self._snapshot(goal)
-        elapsed = snap.now - goal.start
-        # errors of the robot as joint_states give it (the feedback's and the result's);
-        # the commanded pose must be within tolerance too: the robot stops there
+        node = self.node
+        with node.lock:  # copies, taken quickly
+            c = node.controller
+            now, status = node._now(), c.status
+            q_meas = None if c.q_meas is None else c.q_meas.copy()
+            request = goal.request
+            outcome, reason = request.outcome, request.reason
+            if goal.controller is not c:  # cleaned up: a new controller
+                outcome, reason = Outcome.INACTIVE, 'the controller was cleaned up'
+        # errors of the robot as joint_states give it (the feedback's and the result's)
         within = np.zeros(len(goal.names), dtype=bool)
-        if snap.q_meas is not None:
-            self._ws.update(snap.q_meas, jacobian=False)
+        if q_meas is not None:
+            self._ws.update(q_meas, jacobian=False)
             for k, i in enumerate(goal.indices):
                 goal.err_p[k], goal.err_r[k] = pose_distance(self._ws.frame_T[i],
                                                              goal.targets[k])
             within = self._within(goal, goal.err_p, goal.err_r)
-        if snap.commanded is not None:
-            errors = np.array([pose_distance(T, goal.targets[k])
-                               for k, T in enumerate(snap.commanded)])
-            commanded_within = self._within(goal, errors[:, 0], errors[:, 1])
-        timeout = self.node.controller.config.joint_state_timeout
-        outcome = None
-        if snap.status & _INACTIVE:
-            outcome = ('abort', Result.INACTIVE, 'the controller was deactivated: the arm '
-                       'braked to rest')
-        elif snap.preempted:
-            outcome = ('abort', Result.PREEMPTED, 'preempted by a target_pose or '
-                       f'target_twist message for {snap.preempted}')
-        elif snap.status & _STALE or (snap.status & _NO_STATE and elapsed > timeout):
-            outcome = ('abort', Result.STALE_STATE, f'joint_states stale (none for {timeout:g} '
-                       's): the arm stopped')
-        elif snap.ticks < SETTLE_TICKS:
-            pass  # the errors and flags are still those of the previous targets
-        elif snap.commanded is not None and (within.all() and commanded_within.all()
-                                             and max(snap.speed, goal.speed) < GOAL_SPEED):
-            outcome = ('succeed', Result.SUCCEEDED, 'every end effector within tolerance, '
-                       'at rest')
-        elif snap.parked:
-            outcome = ('abort', Result.UNREACHABLE, f'{snap.parked} cannot reach the target '
-                       f'({"; ".join(snap.reasons)}): holding the closest pose found')
-        elif goal.time_limit > 0.0 and elapsed > goal.time_limit:
-            with self.node.lock:
-                self._hold(goal)
-            outcome = ('abort', Result.TIMEOUT, f'time_limit {goal.time_limit:g} s passed: '
-                       'holding the arm where it stopped')
-        goal.speed = snap.speed
         feedback = self.action.Feedback()
-        feedback.elapsed = sec_to_duration(max(elapsed, 0.0))
+        feedback.elapsed = sec_to_duration(max(now - request.start, 0.0))
         feedback.end_effectors = goal.names
         feedback.position_errors = [float(e) for e in goal.err_p]
         feedback.orientation_errors = [float(e) for e in goal.err_r]
         feedback.within_tolerance = [bool(w) for w in within]
-        feedback.status_codes = status_mod.names(snap.status)
+        feedback.status_codes = status_mod.names(status)
         goal.handle.publish_feedback(feedback)
-        if outcome is not None:
-            self._finish(goal, *outcome)
+        if outcome != Outcome.PENDING:
+            state, code = OUTCOMES[outcome]
+            if outcome == Outcome.REPLACED:
+                reason = ('preempted by a target_pose, target_twist, target_path, '
+                          f'velocity_profile or joint_trajectory message: {reason}')
+            self._finish(goal, state, getattr(self.action.Result, code), reason)
 
     def _within(self, goal, err_p, err_r):
         """Which effectors are within tolerance (orientation ignored for position-only ones)."""
@@ -384,7 +294,6 @@ class MoveToPoseServer:
             self.node.get_logger().warning(f'move_to_pose: {message}')
         if self.active is goal:
             self.active = None
-            if self._releasing is None:
-                self._timer.cancel()
+            self._timer.cancel()
         self._outcomes[bytes(goal.handle.goal_id.uuid)] = (state, result)
         goal.handle.execute()
