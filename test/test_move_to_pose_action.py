@@ -353,7 +353,7 @@ def test_simon_moves_both_hands_in_one_goal():
         T = simon.model.frame_placements(robots.ready_pose('simon')
                                          + 0.25 * np.sin(np.arange(16)))
         targets = {'right_hand': T[0], 'left_hand': T[1]}
-        result, feedback = client.run(client.goal(targets), timeout=30.0)
+        result, feedback = client.run(client.goal(targets), timeout=60.0)
         assert _code(result) == 'SUCCEEDED', result.message
         assert list(result.end_effectors) == ['right_hand', 'left_hand']
         assert max(result.position_errors) <= 1e-3
