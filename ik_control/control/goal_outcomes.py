@@ -7,7 +7,6 @@ its pose goals (:meth:`~ik_control.control.goal_inputs.GoalInputs.track_pose_goa
 at the end of every tick, the :class:`OutcomeBook` decides its outcome from the goals'
 own lifecycle (:class:`~ik_control.control.goal_state.GoalState`), in this order:
 
-* ``INACTIVE``: the controller was released (the arm brakes to rest);
 * ``REPLACED``: a newer goal came for one of its effectors (a pose, a twist, a moving goal,
   a joint trajectory): the effector has a newer goal, or its goal left the states of a
   pursued goal (``REPLACED``, ``TWIST``);
@@ -22,8 +21,11 @@ own lifecycle (:class:`~ik_control.control.goal_state.GoalState`), in this order
   to rest, as on a cancel.
 
 ``CANCELLED`` is decided by the caller (:meth:`~ik_control.control.goal_inputs.GoalInputs.
-cancel_goal`), and ``REPLACED`` too when the caller's own rule preempts a goal
-(:meth:`OutcomeBook.close`). The book costs nothing on a tick without a pending goal.
+cancel_goal`), ``REPLACED`` too when the caller's own rule preempts a goal
+(:meth:`OutcomeBook.close`), and ``INACTIVE`` at the release
+(:meth:`~ik_control.control.handover.Handover.release`: the arm brakes to rest; no request
+is taken until the controller is engaged again). The book costs nothing on a tick without
+a pending goal.
 """
 
 import enum
@@ -35,7 +37,6 @@ import numpy as np
 
 __all__ = ['Outcome', 'OutcomeBook', 'TrackedGoal']
 
-_INACTIVE = int(Status.INACTIVE)
 _STALE_STATE = int(Status.STALE_STATE)
 _NO_STATE = int(Status.NO_STATE)
 _REACHED = int(GoalState.REACHED)
@@ -141,13 +142,9 @@ class OutcomeBook:
         goals, timed_out = self.goals, []
         for goal in list(self.pending):
             which = goal.effectors
-            names = [goals.names[i] for i in which]
             elapsed = now - goal.start
             newer = (goals.ids[which] != goal.goal_ids) | ~np.isin(goals.state[which], _LIVE)
-            if status & _INACTIVE:
-                self.close(goal, Outcome.INACTIVE, 'the controller was deactivated: the arm '
-                           'braked to rest')
-            elif newer.any():
+            if newer.any():
                 i = int(which[np.argmax(newer)])
                 what = ('a joint trajectory' if planning else
                         _FOLLOWS.get(int(goals.mode[i]), 'no goal (stopped)'))
@@ -156,6 +153,7 @@ class OutcomeBook:
                 self.close(goal, Outcome.STALE, f'joint_states stale (none for '
                            f'{state_timeout:g} s): the arm stopped')
             elif (goals.state[which] == _REACHED).all():
+                names = [goals.names[i] for i in which]
                 self.close(goal, Outcome.REACHED, f'{names} within tolerance, at rest')
             elif goals.parked[which].any():
                 parked = [goals.names[i] for i in which if goals.parked[i]]

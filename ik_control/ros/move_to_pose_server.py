@@ -53,6 +53,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 ACTION_NAME = '~/move_to_pose'
 FEEDBACK_RATE = 10.0  # feedback messages and outcome checks per second [Hz]
+_PREEMPTED_BY_ACTION = 'preempted by a newer MoveToPose goal'
 #: the controller's outcome -> the action's state and result code (Result's constant)
 OUTCOMES = {Outcome.REACHED: ('succeed', 'SUCCEEDED'),
             Outcome.UNREACHABLE: ('abort', 'UNREACHABLE'),
@@ -189,13 +190,13 @@ class MoveToPoseServer:
             goal = self._parse(handle)
             with node.lock:
                 c = node.controller
-                previous = self.active
-                if previous is not None and previous.controller is c:
-                    c.preempt_goal(previous.request, 'preempted by a newer MoveToPose goal')
                 goal.request = c.track_pose_goal(goal.names, goal.targets,
                                                  list(zip(goal.tol_p, goal.tol_r)),
                                                  goal.time_limit, node._now())
                 goal.controller = c
+                previous = self.active  # (a refused goal preempts nothing)
+                if previous is not None and previous.controller is c:
+                    c.preempt_goal(previous.request, _PREEMPTED_BY_ACTION)
                 self.active = goal
                 node._publish_goal(force=True)  # goal_reached false, as a topic goal does
         except InputError as exc:
@@ -205,8 +206,7 @@ class MoveToPoseServer:
             self._finish(goal, 'abort', self.action.Result.INVALID_GOAL, str(exc))
             return
         if previous is not None:
-            self._finish(previous, 'abort', self.action.Result.PREEMPTED,
-                         'preempted by a newer MoveToPose goal')
+            self._finish(previous, 'abort', self.action.Result.PREEMPTED, _PREEMPTED_BY_ACTION)
         node.get_logger().debug(f'move_to_pose: following a goal for {goal.names}')
         self._timer.reset()
 
