@@ -132,8 +132,11 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
     q[cols] = exemplar.pose_at('pick')
     goal = exemplar.model.pin_frame_placement(q, 'right_hand')[:3, 3] + [0.0, -0.05, 0.05]
     # the adapter has a joint state (a goal before it is refused: a fixed second's wait
-    # was once too short for discovery on a loaded machine)
-    _style_status(simon, lambda s: _value(s, 'joint_state_received') == 'true')
+    # was once too short for discovery on a loaded machine), and sees the controller's and
+    # this process's plan subscriptions (this process seeing them is not enough: a plan the
+    # adapter sent before it matched the controller's was lost, and the test waited 60 s)
+    _style_status(simon, lambda s: _value(s, 'joint_state_received') == 'true'
+                  and int(_value(s, 'plan_subscribers') or 0) >= 2)
     msg = PointStamped()
     msg.header.frame_id = simon.model.base_frame
     msg.point.x, msg.point.y, msg.point.z = map(float, goal)

@@ -15,7 +15,9 @@ exemplar's constraint instant, at joint values found by TSFKS (eq. 1).
   controller, the one node that commands the robot, runs it within its limits;
 * ``/diagnostics``, on every change and again each second (``DIAGNOSTICS_PERIOD``, as
   diagnostic_updater does, so a monitor that starts late still sees it): whether a joint
-  state has come (``joint_state_received``; goals before it are refused), and OK with the
+  state has come (``joint_state_received``; goals before it are refused), how many
+  subscriptions this node sees on ``execute_topic`` (``plan_subscribers``: a plan sent
+  before the controller's is matched is lost to it), and OK with the
   figures of the last adaptation (constraint instant [s],
   search error [m], time taken [ms], the uniform slow-down that keeps the motion within
   the joints' velocity and acceleration limits, how far it was clipped into the joint
@@ -198,7 +200,8 @@ class StyleAdapterNode(Node):
         self._status = (level, message, values or {})
         status = DiagnosticStatus(level=level, name=f'{NAME}: {self.values["motion"]}',
                                   message=message, hardware_id=self.model.name)
-        values = dict(values or {}, joint_state_received=str(self.q is not None).lower())
+        values = dict(values or {}, joint_state_received=str(self.q is not None).lower(),
+                      plan_subscribers=str(self.pub.get_subscription_count()))
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         out = DiagnosticArray(status=[status])
         out.header.stamp = self.get_clock().now().to_msg()
