@@ -6,8 +6,9 @@ examples, so a red run is reproducible and never a draw. Set ``HYPOTHESIS_PROFIL
 to search new examples (``make test HYPOTHESIS_PROFILE=explore``, several times before a
 release); what it finds goes into the tests as ``@example``s or fixes.
 
-Every test of a module that starts nodes or other processes, or talks DDS, is marked
-``nodes`` (:data:`NODE_MODULE`, read from the module's source). ``make test`` runs the
+Every test of a module that starts nodes or talks DDS is marked ``nodes``
+(:data:`NODE_MODULE`, read from the module's source; a module that only runs the command
+line or a Python child, with no ROS in it, is not). ``make test`` runs the
 others first on two pytest-xdist workers, then the ``nodes`` tests alone, one at a time:
 their real-time loops are measured against the robot's own clock and must not share the
 CPU with a second test.
@@ -25,8 +26,8 @@ settings.register_profile('default', derandomize=True)
 settings.register_profile('explore', derandomize=False)
 settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'default'))
 
-#: what in a test module's source says it starts nodes or processes, or talks DDS
-NODE_MODULE = re.compile(r'rclpy|ros_helpers|Bringup|NodeProcess|RosTestContext|subprocess|'
+#: what in a test module's source says it starts nodes or talks DDS
+NODE_MODULE = re.compile(r'rclpy|ros_helpers|Bringup|NodeProcess|RosTestContext|'
                          r'start_nodes|test_ik_controller_node|launch')
 
 

@@ -492,7 +492,7 @@ def _position(marker):
     return np.array([p.x, p.y, p.z])
 
 
-def _settled_command(bringup, timeout=10.0):
+def _settled_command(bringup, timeout=20.0):
     """Wait until the commanded positions stop changing (converged); return them."""
     previous = None
     deadline = time.monotonic() + timeout
