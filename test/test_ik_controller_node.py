@@ -1009,11 +1009,13 @@ def test_wam_stops_when_the_robot_shuts_down_and_resumes_without_a_jump(own_wam)
     # falls silent even if this process lags behind the stream: after a 0.3 m move, the
     # arm had come to rest before the states stopped (ten-run), the last command was
     # then the approach's own window, and there was no stop to send
-    # at 0.4 of the velocity limits, and the signal sent only once this process sees the
-    # robot itself moving *now* (a state stamped within 50 ms of this process's clock): on
-    # CI the arm was once at rest by the time the robot fell silent (a process behind its
-    # queue had answered the wait with a command from a second before)
-    assert wam.set_parameter('limits.velocity_scale', 0.4).successful
+    # at a quarter of the velocity limits (over 3 s of motion), and the signal sent only once
+    # this process sees the robot itself moving *now* (a state stamped within 50 ms of this
+    # process's clock): on CI the arm was once at rest by the time the robot fell silent (a
+    # process behind its queue had answered the wait with a command from a second before),
+    # and once this process was 1.65 s behind the robot for as long as the motion lasted
+    # at 0.4 of the limits
+    assert wam.set_parameter('limits.velocity_scale', 0.25).successful
     q_goal = robots.ready_pose('wam')
     q_goal[0] += 1.5
     wam.send_pose('tool', wam.model.frame_placements(q_goal)[0])
