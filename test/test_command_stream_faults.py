@@ -83,9 +83,8 @@ class FaultRun:
             self.relay = NodeProcess('fault_relay', 'ik_control.ros.harness.fault_relay', relay,
                                      self.pair.env, node_rig.STOP_TIMEOUT)
             self.ctx = RosTestContext(f'{name}_probe')
-            self.states = []
-            self.ctx.node.create_subscription(JointState, f'{self.ns}/joint_states',
-                                              self.states.append, 1000)
+            self._states = self.ctx.collect(JointState, f'{self.ns}/joint_states', 1000,
+                                            raw=True)
             self.robot_status = {}  # sim_robot's diagnostics: its clamp count
             self.ctx.node.create_subscription(DiagnosticArray, f'{self.ns}/diagnostics',
                                               self._on_diagnostics, 10)
@@ -149,9 +148,13 @@ class FaultRun:
             self.ctx.spin_for(0.01)
         # and every state the robot sent meanwhile: this process takes them up to a second
         # late on a loaded machine (a stall's measure once had 282 samples of the ~600)
-        end = time.time()
-        self.ctx.spin_until(lambda: stamp_seconds(self.states[-1]) >= end, 5.0)
+        self._states.current(timeout=5.0)
         return goals[(k - 1) % 2]
+
+    @property
+    def states(self):
+        """Return the robot's joint_states taken so far, oldest first."""
+        return self._states.messages
 
     def measure(self, since=0):
         """Feed the states since index ``since`` to a MotionMeter; return it."""
