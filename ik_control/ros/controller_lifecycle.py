@@ -74,6 +74,7 @@ class ControllerLifecycle:
         """Start the controller afresh (module docstring)."""
         with self.lock:
             self.controller = self._new_controller()
+            self.inbox.clear()  # inputs meant for the controller that is gone
         self.get_logger().info('cleaned up: goals, obstacles and the link to the robot '
                                'forgotten')
         return TransitionCallbackReturn.SUCCESS

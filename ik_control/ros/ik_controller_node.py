@@ -65,6 +65,7 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control.control.controller import ResolvedRateController
+from ik_control.control.inbox import Inbox
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ros.cdr import JointStateReader, TrajectoryReader
 from ik_control.ros.command_publisher import CommandPublisher
@@ -90,7 +91,6 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -134,9 +134,14 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         super().__init__(NODE_NAME, **kwargs)
         self.values = declare_all(self, PARAMETERS)
         self.controller = None  # until configured
-        # the realtime loop ticks in the main thread and the executor serves services,
-        # parameters and diagnostics from another: what changes the controller holds this
+        # goal inputs (topics, services, the action) go to the inbox, which the tick drains
+        # at its start: only the tick calls the controller's goal methods
+        self.inbox = Inbox()
+        # the realtime loop ticks in the main thread and the executor serves parameters,
+        # lifecycle transitions, diagnostics and reads from another: the tick and each of
+        # them hold this while they use the controller
         self.lock = threading.Lock()
+        self._pending_state = None  # loop 'timer': the newest joint_states bytes, untaken
         if self.values['autostart']:
             self._configure()  # a StartupError: one line, exit 2 (run_node)
             self.trigger_configure()
@@ -197,16 +202,14 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         # (20 a tick at 500 Hz) no longer costs a third of the tick
         for ee in self.model.end_effector_names:
             pose = self.create_subscription(
-                PoseStamped, f'~/{ee}/target_pose',
-                lambda raw, ee=ee: self._on_pose(ee, deserialize_message(raw, PoseStamped)),
+                PoseStamped, f'~/{ee}/target_pose', lambda raw, ee=ee: self._on_pose(ee, raw),
                 10, callback_group=polled, raw=True)
             twist = self.create_subscription(
                 TwistStamped, f'~/{ee}/target_twist',
-                lambda raw, ee=ee: self._on_twist(ee, deserialize_message(raw, TwistStamped)),
-                10, callback_group=polled, raw=True)
+                lambda raw, ee=ee: self._on_twist(ee, raw), 10, callback_group=polled,
+                raw=True)
             self._target_subs += [(pose, pose.callback), (twist, twist.callback)]
-            # moving goals are rare and may be long (a spline through many key poses):
-            # built in the executor thread, handed to the controller under the lock
+            # moving goals are rare: taken by the executor thread, into the inbox
             self.create_subscription(Path, f'~/{ee}/target_path',
                                      lambda msg, ee=ee: self._on_path(ee, msg), 10)
             self.create_subscription(String, f'~/{ee}/velocity_profile',
@@ -217,6 +220,8 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
                                         self._on_joint_trajectory, 10, callback_group=polled,
                                         raw=True)
         self._target_subs.append((plan, plan.callback))
+        if polled is None:  # the executor takes them (loop 'timer'), not the tick
+            self._target_subs = []
         self._out = CommandPublisher(self, interface, output_topic, self.model.joint_names,
                                      self.period, self.controller.path.max_points,
                                      values['max_expected_latency'] == 0.0)
@@ -275,15 +280,41 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         return (stamp.sec - self._epoch[0]) + 1e-9 * (stamp.nanosec - self._epoch[1])
 
     # ------------------------------------------------------------------ inputs
-    def _refuse(self, reason, now=None):
+    def post(self, entry, key=None):
+        """Have the next tick run ``entry(now)`` at its start, ``now`` its time [s] (Inbox)."""
+        self.inbox.post(entry, key)
+
+    def read(self, look):
+        """Return ``look(controller, now)`` under the tick's lock: a consistent look, quickly."""
+        with self.lock:
+            return look(self.controller, self._now())
+
+    def refuse(self, reason, now=None):
+        """Refuse an input: at the tick ``now`` [s] inside an entry, else at the next tick."""
+        if now is None:
+            self.post(lambda now: self._refuse(reason, now))
+        else:
+            self._refuse(reason, now)
+
+    def _refuse(self, reason, now):
         self._refusals += 1
-        self.controller.refuse(self._now() if now is None else now, reason)
+        self.controller.refuse(now, reason)
         self.get_logger().warn(f'refused: {reason}', throttle_duration_sec=1.0)
 
+    def _refuse_entry(self, exc, now):
+        """Refuse the input of an inbox entry that raised ``exc`` at ``now`` (the tick goes on)."""
+        if isinstance(exc, InputError):
+            self._refuse(str(exc), now)
+        else:  # a fault of ours, not the input's: said as such, the tick goes on
+            self._refuse(f'an input failed: {type(exc).__name__}: {exc}', now)
+
+    def announce_goal(self):
+        """Publish the goal topics now, changed or not (a new goal: goal_reached false)."""
+        self._publish_goal(force=True)
+
     def _on_joint_state(self, raw):
-        """Take a serialized joint_states message from the executor (``loop: timer``)."""
-        with self.lock:
-            self._on_serialized_joint_state(raw, self._now())
+        """Keep the newest serialized joint_states for the next tick (``loop: timer``)."""
+        self._pending_state = raw
 
     def _on_serialized_joint_state(self, raw, now):
         """Take a serialized joint_states message; return its stamp [s], or None if refused."""
@@ -343,11 +374,11 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
 
     # ------------------------------------------------------------------ the loop
     def _tick(self):
-        """Run one tick from the executor's timer (``loop: timer``)."""
+        """Run one tick from the executor's timer (``loop: timer``), on the newest state."""
         t0 = time.perf_counter()
-        with self.lock:
-            self._control()
-        self.stats.record(t0, time.perf_counter() - t0, np.nan)
+        state, self._pending_state = self._pending_state, None
+        age = self.realtime_tick(state)
+        self.stats.record(t0, time.perf_counter() - t0, np.nan if age is None else age)
 
     def _control(self, now=None):
         now = self._now() if now is None else now
@@ -366,7 +397,7 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         """
         Log the controller's transitions (:class:`EventLog`), off the tick.
 
-        Run by the executor (every ``EVENT_DRAIN_PERIOD``, and after hold and resume), never
+        Run by the executor (every ``EVENT_DRAIN_PERIOD``), never
         by the tick: the queue is taken under the lock, the logging done after it. Call
         without the lock held.
         """
@@ -381,25 +412,22 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         Run one tick of the :class:`RealtimeLoop` (``loop: synchronized|on_joint_states``).
 
         ``state`` is the newest joint_states message (or None); pending goals are taken
-        from their subscriptions first, newest last. Returns the age [s] of ``state`` when
-        the command is published: the joint_states-to-command latency.
+        from their subscriptions and the inbox first, oldest first. Returns the age [s] of
+        ``state`` when the command is published: the joint_states-to-command latency.
         """
         with self.lock:
             return self._locked_tick(state)
 
     def _locked_tick(self, state):
-        # goals first: their handlers read the clock (a stamp-zero twist starts at its
-        # arrival), and the controller must be given its clock readings in order: one
-        # older than the last is a backward clock jump, by which it shifts every time it
-        # keeps. Read after the tick's own, under use_sim_time a /clock message landing
-        # between the two readings shifted the committed path 2 ms back per twist, and a
-        # real jump twice over (the state then stale at once: test_reliability)
+        # goals first, all at the tick's one clock reading (the inbox): the newest of each
+        # polled subscription goes in, then every entry runs, in the order posted
         t0 = time.perf_counter()
         for sub, callback in self._target_subs:
             message = take_latest(sub)
             if message is not None:
                 callback(message)
         now = self._now()
+        self.inbox.drain(now, self._refuse_entry)
         stamp = None if state is None else self._on_serialized_joint_state(state, now)
         if state is not None and stamp is None:
             # on_joint_states: a refused state is no reason to tick: each extra tick would

@@ -15,9 +15,13 @@ limit (the action definition documents the fields). Its life:
   the effectors' pose goals, each reached within the goal's tolerances, and the controller
   decides the outcome at the end of its tick
   (:class:`~ik_control.control.goal_outcomes.OutcomeBook`), as it judges a topic's goal;
-  this server only maps that outcome to the result. A 10 Hz timer of the executor thread
-  (never the control loop's tick) reads it, with a copy of the measured state for the
-  feedback, under the node's lock in a few microseconds;
+  this server only maps that outcome to the result. The server never calls the
+  controller: what it asks (follow, preempt, cancel) it posts to the node's inbox
+  (:class:`~ik_control.control.inbox.Inbox`), which the next tick runs with its own time;
+  what it checks and reads (the goal against the controller's effectors, the frames at
+  the commanded state, the outcome and a copy of the measured state for the feedback) it
+  reads through the node's ``read``, under the tick's lock, in a few microseconds. A
+  10 Hz timer of the executor thread (never the control loop's tick) reads the outcome;
 * **succeeds** (``REACHED``) once every named effector is within its tolerances of its
   target (position ``|p - p_goal|``, rotation angle of ``R_goal^T R``), both as
   joint_states measure it and as commanded, and the command window is at rest;
@@ -106,6 +110,7 @@ class _Goal:
         self.time_limit = time_limit
         self.request = None  # the controller's TrackedGoal
         self.controller = None  # whose request it is (cleanup makes a new controller)
+        self.failure = None  # why the tick could not take it, if it could not
         self.err_p = np.full(len(names), np.nan)
         self.err_r = np.full(len(names), np.nan)
 
@@ -150,10 +155,15 @@ class MoveToPoseServer:
         """Accept every goal: an invalid one is aborted with its reason (module docstring)."""
         return GoalResponse.ACCEPT
 
-    def _parse(self, handle):
-        """Check a goal and express its targets in the base frame; InputError if invalid."""
+    def _parse(self, handle, controller):
+        """
+        Check a goal and express its targets in the base frame; InputError if invalid.
+
+        Run through the node's :meth:`read` (under the tick's lock): the goal is checked
+        against the controller as it is, and model frames are placed at its commanded state.
+        """
         request = handle.request
-        node, controller = self.node, self.node.controller
+        node = self.node
         controller.check_engaged()
         names = list(request.end_effectors)
         if not names:
@@ -176,35 +186,47 @@ class MoveToPoseServer:
         targets = np.empty((len(names), 4, 4))
         for k, (ee, target) in enumerate(zip(names, request.targets)):
             T = pose_to_matrix(target.pose, f'{ee} target')
-            with node.lock:  # frames of the model are placed at the commanded state
-                targets[k] = node.frames.to_base(target.header.frame_id, T,
-                                                 target.header.stamp)
+            targets[k] = node.frames.to_base(target.header.frame_id, T, target.header.stamp)
             if not np.all(np.isfinite(targets[k])):
                 raise InputError(f'{ee} target is not finite in the base frame')
-        return _Goal(handle, names, indices, targets, tol_p, tol_r, time_limit)
+        goal = _Goal(handle, names, indices, targets, tol_p, tol_r, time_limit)
+        goal.controller = controller
+        return goal
 
     def _on_accepted(self, handle):
-        """Start following a valid goal (preempting the active one), or abort an invalid one."""
+        """
+        Start following a valid goal (preempting the active one), or abort an invalid one.
+
+        The goal is checked here; the controller takes it at the start of the next tick
+        (an entry of the node's inbox), and the active goal it preempts ends now.
+        """
         node = self.node
         try:
-            goal = self._parse(handle)
-            with node.lock:
-                c = node.controller
-                goal.request = c.track_pose_goal(goal.names, goal.targets,
-                                                 list(zip(goal.tol_p, goal.tol_r)),
-                                                 goal.time_limit, node._now())
-                goal.controller = c
-                previous = self.active  # (a refused goal preempts nothing)
-                if previous is not None and previous.controller is c:
-                    c.preempt_goal(previous.request, _PREEMPTED_BY_ACTION)
-                self.active = goal
-                node._publish_goal(force=True)  # goal_reached false, as a topic goal does
+            goal = node.read(lambda c, now: self._parse(handle, c))
         except InputError as exc:
-            with node.lock:
-                node._refuse(f'move_to_pose goal: {exc}')
+            node.refuse(f'move_to_pose goal: {exc}')
             goal = _Goal(handle, [], np.zeros(0, int), np.zeros((0, 4, 4)), None, None, 0.0)
             self._finish(goal, 'abort', self.action.Result.INVALID_GOAL, str(exc))
             return
+        previous = self.active  # (a refused goal preempts nothing)
+        self.active = goal
+
+        def track(now):
+            c = goal.controller
+            if c is not node.controller:  # cleaned up meanwhile: the monitor says so
+                return
+            try:
+                goal.request = c.track_pose_goal(goal.names, goal.targets,
+                                                 list(zip(goal.tol_p, goal.tol_r)),
+                                                 goal.time_limit, now)
+            except InputError as exc:  # deactivated since it was checked
+                goal.failure = str(exc)
+                raise InputError(f'move_to_pose goal: {exc}') from None
+            if previous is not None and previous.request is not None \
+                    and previous.controller is c:
+                c.preempt_goal(previous.request, _PREEMPTED_BY_ACTION)
+            node.announce_goal()  # goal_reached false, as a topic goal does
+        node.post(track)
         if previous is not None:
             self._finish(previous, 'abort', self.action.Result.PREEMPTED, _PREEMPTED_BY_ACTION)
         node.get_logger().debug(f'move_to_pose: following a goal for {goal.names}')
@@ -215,9 +237,12 @@ class MoveToPoseServer:
         goal = self.active
         if goal is None or goal.handle is not handle:
             return CancelResponse.REJECT
-        with self.node.lock:
-            if goal.controller is self.node.controller:
+        node = self.node
+
+        def cancel(now):  # after the goal's own entry: its request is there
+            if goal.request is not None and goal.controller is node.controller:
                 goal.controller.cancel_goal(goal.request)
+        node.post(cancel)
         # executing now, then canceling (rclpy's next step), the result is CANCELED
         self._finish(goal, 'canceled', self.action.Result.CANCELED,
                      'canceled: holding the arm where it stopped')
@@ -241,15 +266,10 @@ class MoveToPoseServer:
         if goal is None:
             self._timer.cancel()
             return
-        node = self.node
-        with node.lock:  # copies, taken quickly
-            c = node.controller
-            now, status = node._now(), c.status
-            q_meas = None if c.q_meas is None else c.q_meas.copy()
-            request = goal.request
-            outcome, reason = request.outcome, request.reason
-            if goal.controller is not c:  # cleaned up: a new controller
-                outcome, reason = Outcome.INACTIVE, 'the controller was cleaned up'
+        now, status, q_meas, outcome, reason = self.node.read(
+            lambda c, now: self._look(goal, c, now))
+        if goal.request is None and outcome == Outcome.PENDING:
+            return  # the tick has not taken it yet
         # errors of the robot as joint_states give it (the feedback's and the result's)
         within = np.zeros(len(goal.names), dtype=bool)
         if q_meas is not None:
@@ -259,7 +279,8 @@ class MoveToPoseServer:
                                                              goal.targets[k])
             within = self._within(goal, goal.err_p, goal.err_r)
         feedback = self.action.Feedback()
-        feedback.elapsed = sec_to_duration(max(now - request.start, 0.0))
+        start = now if goal.request is None else goal.request.start
+        feedback.elapsed = sec_to_duration(max(now - start, 0.0))
         feedback.end_effectors = goal.names
         feedback.position_errors = [float(e) for e in goal.err_p]
         feedback.orientation_errors = [float(e) for e in goal.err_r]
@@ -272,6 +293,19 @@ class MoveToPoseServer:
                 reason = ('preempted by a target_pose, target_twist, target_path, '
                           f'velocity_profile or joint_trajectory message: {reason}')
             self._finish(goal, state, getattr(self.action.Result, code), reason)
+
+    @staticmethod
+    def _look(goal, c, now):
+        """Return copies of what the monitor needs of controller ``c`` at ``now`` (quickly)."""
+        q_meas = None if c.q_meas is None else c.q_meas.copy()
+        if goal.controller is not c:  # cleaned up: a new controller
+            return now, c.status, q_meas, Outcome.INACTIVE, 'the controller was cleaned up'
+        if goal.failure is not None:  # the tick refused it (deactivated meanwhile)
+            return now, c.status, q_meas, Outcome.INACTIVE, goal.failure
+        request = goal.request
+        if request is None:
+            return now, c.status, q_meas, Outcome.PENDING, ''
+        return now, c.status, q_meas, request.outcome, request.reason
 
     def _within(self, goal, err_p, err_r):
         """Which effectors are within tolerance (orientation ignored for position-only ones)."""
