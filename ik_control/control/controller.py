@@ -51,10 +51,10 @@ backward (a simulation reset, a looping bag, a clock step), every time the contr
 keeps -- the state's, the twists', the last tick's -- is shifted by the jump, so ages
 carry on as if the clock had not jumped: a twist still times out ``twist_timeout`` after
 it arrived, and a state is still stale ``joint_state_timeout`` after it came. A forward
-jump is time that passed: twists time out, the state may go stale (the arm stops).
-So every ``now`` given to a method must be a clock reading taken in call order: a reading
-taken before one already given counts as a backward jump (a caller that read the clock,
-then handed an input read later, then the tick, shifted everything it keeps each time).
+jump is time that passed: twists time out, the state may go stale (the arm stops). So
+every ``now`` given to a method must be a clock reading taken in call order (one taken
+before one already given is a backward jump): the node's inputs wait in an
+:class:`~ik_control.control.inbox.Inbox` that each tick drains with its own reading.
 """
 
 from dataclasses import replace
