@@ -30,6 +30,18 @@ def _dh_to_urdf(args):
     return 0
 
 
+def _params(args):
+    """Print ik_controller's parameter table, or put it into a README (parameter_table)."""
+    from ik_control.ros import parameter_table
+
+    if args.write_readme:
+        changed = parameter_table.write_readme(args.write_readme)
+        print(f"{args.write_readme}: parameter table {'rewritten' if changed else 'unchanged'}")
+    else:
+        print(parameter_table.markdown_table())
+    return 0
+
+
 def _collision_matrix(args):
     """Write the allowed-collision SRDF of a URDF (ik_control.collision.acm)."""
     from ik_control import robots
@@ -220,6 +232,13 @@ def build_parser():
     dh.add_argument('file', help='DH file, e.g. config/robots/sam9.yaml')
     dh.add_argument('-o', '--output', metavar='FILE', help='URDF to write (default: stdout)')
     dh.set_defaults(func=_dh_to_urdf)
+
+    params = sub.add_parser('params', help="ik_controller's parameters as the README's "
+                            'Markdown table, written from their one declaration')
+    params.add_argument('--write-readme', metavar='FILE',
+                        help="replace the parameter table in FILE (the README's) instead of "
+                             'printing it')
+    params.set_defaults(func=_params)
 
     acm = sub.add_parser('collision-matrix', help='the allowed-collision matrix of a URDF as '
                          "an SRDF (MoveIt's setup-assistant rules: adjacent links, contact at "

@@ -2,10 +2,11 @@
 The README's ik_controller parameter table says what the node declares (one source).
 
 The node's PARAMETERS table (ik_control/ros/ik_controller_parameters.py, defaults from the
-ControllerConfig and SolverConfig dataclasses) is what runs; the README documents it row
-by row: every declared parameter has a row and every row a parameter, with the node's
-default, description, range and run-time flag. (test_launch_files.py checks the same
-names against config/wam.yaml and config/simon.yaml.)
+ControllerConfig and SolverConfig dataclasses) is what runs; the README's table is what
+``ik_control params --markdown`` writes from it and the bundled robots' files
+(ik_control/ros/parameter_table.py): every declared parameter has a row and every row a
+parameter, with the node's default, description, range and run-time flag.
+(test_launch_files.py checks the same names against config/wam.yaml and config/simon.yaml.)
 """
 
 import math
@@ -13,6 +14,7 @@ import os
 import re
 
 from ik_control.ros import ik_controller_parameters as node
+from ik_control.ros import parameter_table
 import pytest
 
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'README.md')
@@ -35,17 +37,13 @@ def _readme_rows():
 ROWS = _readme_rows()
 
 
-def _shown(value):
-    """Return the default as the table shows it (YAML-like)."""
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, list):
-        return '[' + ', '.join(str(v) for v in value) + ']'
-    if type(value) in (int, float):
-        return repr(value)
-    return '[]'  # an array declared by type, without a default
+def test_the_readme_table_is_the_one_written_from_the_declarations():
+    """A changed parameter without ``ik_control params --write-readme README.md`` fails."""
+    with open(README, encoding='utf-8') as f:
+        text = f.read()
+    start, end = parameter_table.readme_table(text)
+    assert text[start:end].rstrip('\n') == parameter_table.markdown_table(), (
+        'README.md: run `ik_control params --write-readme README.md`')
 
 
 def test_every_declared_parameter_has_a_row_and_every_row_a_parameter():
@@ -58,7 +56,7 @@ def test_every_declared_parameter_has_a_row_and_every_row_a_parameter():
 def test_the_row_gives_the_nodes_default_description_range_and_run_time(name):
     p = node.PARAMETERS[name]
     default, _, description, value_range, run_time = ROWS[name]
-    assert default == f'`{_shown(p.default)}`'
+    assert default == f'`{parameter_table.shown(p.default)}`'
     assert description == p.description
     assert run_time == ('yes' if p.dynamic else 'no')
     if p.lo is None:
