@@ -119,3 +119,22 @@ def test_a_path_after_the_old_one_ended_starts_from_the_current_pose_at_rest():
 def test_bad_key_poses_are_refused(times, poses, message):
     with pytest.raises(InputError, match=message):
         KeyPosePath(0.0, np.eye(4), times, poses)
+
+
+def test_the_longest_path_allowed_is_the_clamped_cubic_spline_through_its_keys():
+    """MAX_KEYS key poses (a dense solve took 15 s there; the banded one a third of one)."""
+    from ik_control.control.spline_path import MAX_KEYS
+
+    rng = np.random.default_rng(7)
+    times = 0.5 + np.cumsum(rng.uniform(0.01, 0.05, MAX_KEYS))
+    poses = np.tile(np.eye(4), (MAX_KEYS, 1, 1))
+    poses[:, :3, 3] = np.cumsum(rng.normal(scale=0.01, size=(MAX_KEYS, 3)), axis=0)
+    start, twist = np.eye(4), np.r_[0.1, 0.0, -0.1, 0.0, 0.0, 0.0]
+    path = KeyPosePath(0.5, start, times, poses, twist)
+    knots = np.concatenate([[0.5], times])
+    reference = ScipyCubic(knots, np.vstack([start[:3, 3], poses[:, :3, 3]]),
+                           bc_type=((1, twist[:3]), (1, np.zeros(3))))
+    for t in rng.uniform(0.5, times[-1], 50):
+        p, v, _ = path.position.evaluate(t)
+        np.testing.assert_allclose(p, reference(t), atol=1e-9)
+        np.testing.assert_allclose(v, reference(t, 1), atol=1e-7)

@@ -78,9 +78,9 @@ class GoalTopics:
         """
         Follow a nav_msgs/Path of key poses (module docstring).
 
-        The spline is fitted here, off the tick (milliseconds for a few poses, seconds for
-        thousands), from where the effector is at a read of the controller; the tick that
-        takes it starts it.
+        The spline is fitted here, off the tick (under a millisecond for a few poses, a
+        third of a second for ``MAX_KEYS``), from where the effector is at a read of the
+        controller; the tick that takes it starts it.
         """
         if not 0 < len(msg.poses) <= MAX_KEYS:
             self.refuse(f'{ee} target_path has {len(msg.poses)} poses: give 1 to {MAX_KEYS}')
