@@ -23,6 +23,7 @@ IFACE_BUILD := $(VENV)/.build/ik_control_interfaces
 IFACE_FILES := $(wildcard $(IFACE_SRC)/action/*.action $(IFACE_SRC)/cmake/*.cmake) \
 	$(IFACE_SRC)/CMakeLists.txt $(IFACE_SRC)/package.xml
 PYTEST_ARGS ?=
+UV_VERSION ?= 0.13.8
 BENCHES ?= buss step
 
 # Tests must not meet DDS traffic of other runs or of leftover nodes: every
@@ -43,7 +44,12 @@ $(STAMP): requirements.txt setup.py setup.cfg package.xml
 	  % (sys.executable, *v))'
 	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV_PY) -m pip install --upgrade pip
-	$(VENV_PY) -m pip install -r requirements.txt
+	@# uv installs the pinned wheels in seconds (pip takes minutes on a bare machine); the
+	@# same versions either way. pip does it where uv cannot be had or fails.
+	if $(VENV_PY) -m pip install -q uv==$(UV_VERSION); then \
+	  $(VENV)/bin/uv pip install --python $(VENV_PY) --compile-bytecode -r requirements.txt \
+	  || $(VENV_PY) -m pip install -r requirements.txt; \
+	else $(VENV_PY) -m pip install -r requirements.txt; fi
 	$(VENV_PY) -m pip install --no-deps --no-build-isolation -e .
 	@# keep colcon and the ament linters out of the venv
 	touch $(VENV)/COLCON_IGNORE $(VENV)/AMENT_IGNORE
