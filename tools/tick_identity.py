@@ -7,7 +7,8 @@ through 6000 ticks of a fixed script on each variant (WAM and SIMON with the bun
 settings; the WAM with ``ik_method`` ccd and hal; SIMON with a plane constraint and the
 posture fallback): pose goals from seeded random configurations every 900 ticks, a
 twist, a hold and a resume, a joint trajectory, an obstacle sphere, measured states with
-a little noise. It records the first point of every command window (positions and
+a little noise, a 0.3 s gap in them (stale: the arm stops, then resumes) and a backward
+clock jump of half a second. It records the first point of every command window (positions and
 velocities), the status bits of every tick and every event::
 
     python tools/tick_identity.py record before.npz      # on the old checkout
@@ -53,7 +54,7 @@ def run(robot, overrides):
     c.set_obstacle_shapes([('sphere', ball, (0.1, 0.1, 0.1))])
     positions, velocities, statuses, events = [], [], [], []
     for k in range(TICKS):
-        t = k * dt
+        t = k * dt - (0.5 if k >= 5600 else 0.0)  # the clock jumps back
         if k % 900 == 10:
             for i, frame in enumerate(frames):
                 c.set_target_matrix(frame, goals[(k // 900) % len(goals)][i])
@@ -68,7 +69,8 @@ def run(robot, overrides):
             c.set_joint_trajectory(model.joint_names, np.array([0.0, 2.0]), np.vstack([q, q1]),
                                    np.zeros((2, model.nq)), t)
         noise = 1e-4 * np.sin(k) if k % 7 == 0 else 0.0
-        c.set_joint_state(model.joint_names, q + noise, t)
+        if not 5000 <= k < 5000 + int(0.3 * config.rate_hz):  # no states for 0.3 s
+            c.set_joint_state(model.joint_names, q + noise, t)
         command = c.update(t)
         if command is not None:
             q = command.at(dt)[0].copy()

@@ -1,34 +1,16 @@
 """
 The resolved-motion-rate controller: latest state and goals -> one limited joint command.
 
-Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i)):
-
-1. the commanded state ``(q_c, v_c)`` is the integration origin, not the noisy measured
-   one, while the two agree within ``reseed_tolerance``. Measured states the robot cannot
-   have produced (outside the limits, or faster than its joints) are refused
-   (:mod:`~ik_control.control.robot_link`). When a believed measurement differs from the
-   committed path by more, the controller re-seeds (``RESEEDED``, link state
-   ``JOINING``): the path goes on from where it is and is steered to the measurement
-   within the velocity and acceleration limits, never jumping to it; goals resume once
-   it is there;
-2. each end effector has a goal: a pose (``set_pose_target``), a twist (``set_twist_target``,
-   SAM's joystick mode: a virtual target integrated at the commanded twist, with
-   feed-forward, decelerating to rest after ``twist_timeout``), or, without either, the pose
-   it had when the controller started;
-3. the desired velocity: while the effectors track their goals, the Cartesian stage
-   (:mod:`~ik_control.control.cartesian_stage`: one :func:`~ik_control.ik.solver.solve_step`
-   with gain ``K dt``, ``dq = J^# (K dt e)`` plus the nullspace term, i.e. ``q_dot = J^# K
-   e`` with ``K`` [1/s] the convergence rate, and the terms on it); else the join to the
-   measurement, the hold, or the joint trajectory; then Welman's constraints
-   (:mod:`~ik_control.control.constrained_motion`) and the collision stage
-   (:class:`~ik_control.control.collision_guard.CollisionGuard`) bound it. Each reads the
-   tick through a :class:`~ik_control.control.tick_state.TickState`, not the controller;
-4. limit and commit (:mod:`~ik_control.control.commit_stage`):
-   :func:`~ik_control.control.limits.limit_velocity` (velocity, braking before position
-   bounds, acceleration, position clip) and the knot ``q_c + (v_prev + v_c) dt / 2``;
-5. judge (:class:`~ik_control.control.goal_referee.GoalReferee`): reached, stalled,
-   unreachable; then the outcome of each request for several effectors (an action's,
-   :mod:`~ik_control.control.goal_outcomes`).
+Every tick (Whitney's resolved motion rate control, SAM sec. III-V; Buss mode (i)) runs
+four stages, a method each: the link to the robot (:meth:`~ResolvedRateController.
+_link_stage`), the desired velocity (:meth:`~ResolvedRateController._velocity_stage`),
+limit and commit (:mod:`~ik_control.control.commit_stage`: the limiter and the knot ``q_c +
+(v_prev + v_c) dt / 2``), judge (:meth:`~ResolvedRateController._judge_stage`); then the
+outcome of each request for several effectors (an action's,
+:mod:`~ik_control.control.goal_outcomes`). Each end effector has a goal: a pose
+(``set_pose_target``), a twist (``set_twist_target``, SAM's joystick mode: a virtual
+target integrated at the commanded twist, with feed-forward, decelerating to rest after
+``twist_timeout``), or, without either, the pose it had when the controller started.
 
 Without joint states for ``joint_state_timeout`` the controller stops commanding motion:
 its last command is a stop trajectory that brakes every joint at its acceleration limit
@@ -63,8 +45,7 @@ import math
 from ik_control.control import classical_mode, collision_guard, constrained_motion
 from ik_control.control import limits as limits_mod
 from ik_control.control.cartesian_stage import CartesianStage
-from ik_control.control.command_window import (Command, CommandWindow, compile_kernels,
-                                               TIME_RESOLUTION)
+from ik_control.control.command_window import Command, CommandWindow, TIME_RESOLUTION
 from ik_control.control.commit_stage import CommitStage
 from ik_control.control.config import ControllerConfig
 from ik_control.control.fallback import IkFallback
@@ -77,6 +58,7 @@ from ik_control.control.handover import Handover
 from ik_control.control.robot_link import join_velocity, LinkState, RobotLink
 from ik_control.control.status import Status
 from ik_control.control.tick_state import TickState
+from ik_control.control.warm_up import warm_up
 from ik_control.ik.obstacles import ObstacleAvoidance
 from ik_control.ik.pose_error import pose_distance
 from ik_control.ik.solver import INFO_SIGMA_MIN, SolverConfig, VelocitySolver
@@ -147,30 +129,7 @@ class ResolvedRateController(GoalInputs, Handover):
         self._knot_time = -math.inf  # when the last tick's knot is [s]
         self.commit = CommitStage(model, self.events)  # limit and commit the knot
         self._ee_index = {e.frame: i for i, e in enumerate(model.end_effectors)}
-        self._compile()
-
-    def _compile(self):
-        """
-        Run the compiled kernels once (loaded from numba's cache, or compiled).
-
-        A real-time loop must not spend its first tick compiling: this happens at
-        construction instead. The buffers are left as they would be before any tick.
-        """
-        q = self.model.center.copy()
-        self.solver.ws.update(q, jacobian=False)
-        self.solver.step(q, self.solver.ws.frame_T.copy())
-        v = np.zeros(self.nq)
-        limits_mod.limit_velocity(q, self.v_cmd, self._v_des, self.model.lower,
-                                  self.model.upper, 0.0, self.v_max, self.a_max, self.dt, v)
-        limits_mod.integrate(q, self.v_cmd, v, self.dt, q.copy())
-        join_velocity(q, q, self.v_max, self.a_max, v)  # re-seed, fallback approach
-        GoalSet(self.model.end_effector_names, EventQueue()).judge(
-            self.solver.err_pos, self.solver.err_rot, self.v_cmd, 0.0, 1.0)
-        frame_T = self.solver.ws.frame_T
-        pose_distance(frame_T[0], frame_T[0])  # the referee's check of a reached goal
-        compile_kernels(self.model.lower, self.model.upper, q, self.a_max, self.dt)
-        self.model.tree_configuration(q)  # (the position IK's retries, the collision checks)
-        self.solver.reset_targets()
+        warm_up(model, self.solver, self.v_max, self.a_max, self.dt)  # no tick compiles
 
     # ------------------------------------------------------------------ configuration
     def configure(self, config):
@@ -318,47 +277,18 @@ class ResolvedRateController(GoalInputs, Handover):
         return command
 
     def _tick(self, now):
-        cfg, robot = self.config, self.robot
-        status = _NONE
+        """Run the stages (module docstring): link, velocity, limit and commit, judge."""
         self._observe_clock(now)
-        if now - self._bad_input_time < 1.0:
-            status |= _BAD_INPUT
-        if robot.q is None:
-            self.status = status | _NO_STATE
-            return None
-        if self.released:  # handed back: braking, then nothing (Handover)
-            self.status = status | _INACTIVE
-            return self.released_command(now)
-        if now - robot.time > cfg.joint_state_timeout:
-            self.status = status | _STALE_STATE
-            stopped = robot.state == LinkState.STALE
-            if not stopped:
-                robot.state = LinkState.STALE
-                self.events.post('state_lost', 'warn',
-                                 f'joint_states lost (none for {now - robot.time:.3g} s): '
-                                 'stopping the arm')
-            if not self.initialized or stopped:
-                return None
-            return self._stop(now)
-        path = self.path
-        if not self.initialized:
-            self._initialize(now)
-            self.events.post('state_regained' if robot.state == LinkState.STALE else 'state_first',
-                             'info', 'joint_states received: commanding from the measured state')
-            robot.state = LinkState.TRACKING
-        elif robot.fresh:
-            stale = robot.state == LinkState.STALE
-            if robot.follow(path, now, cfg.reseed_tolerance, self.v_max, self.a_max,
-                            cfg.position_margin) and stale:
-                self.goals.excuse_pause(slice(None), now)
-        robot.fresh = False
-        if robot.state == LinkState.STALE:  # not yet believed elsewhere after the gap
-            self.status = status | _STALE_STATE
-            return None
+        status = _BAD_INPUT if now - self._bad_input_time < 1.0 else _NONE
+        ended = self._link_stage(now)
+        if ended is not None:
+            self.status = status | ended[0]
+            return ended[1]
+        path, lead = self.path, self.lead
         # the stamp-zero, one-point format (lead of one period) sends no braking tail
         last = path.last_time
-        due = now + self.lead - last
-        start = path.start(now + self.lead, self.dt, late=self.lead > self.dt)
+        due = now + lead - last
+        start = path.start(now + lead, self.dt, late=lead > self.dt)
         if start is None:  # the clock did not move on: the path as it stands
             self.status = status
             return Command(*path.window(now))
@@ -366,18 +296,78 @@ class ResolvedRateController(GoalInputs, Handover):
         if due - h > TIME_RESOLUTION and last == self._knot_time:
             self._note_late_tick(due - h)  # (not the first tick after a reset)
             if self.joint_goal is not None:  # the plan waits for the command
-                self.joint_goal.slow_down(now + self.lead - h, q_start, v_start, due - h,
+                self.joint_goal.slow_down(now + lead - h, q_start, v_start, due - h,
                                           self.a_max)
         self.q_cmd[:] = q_start
         self.v_cmd[:] = v_start
-        joining = robot.state == LinkState.JOINING
+        bits, paused = self._velocity_stage(now, h)
+        status |= bits | self.commit.commit(self.tick, h, now + lead, path)
+        self._knot_time = path.last_time
+        command = Command(*path.window(now))
+        self.status = status | self._judge_stage(now, command, paused)
+        return command
+
+    def _link_stage(self, now):
+        """
+        Stage 1, the link to the robot: None when the tick goes on, else ``(bits, command)``.
+
+        The commanded state ``(q_c, v_c)`` is the integration origin, not the noisy
+        measured one, while the two agree within ``reseed_tolerance``
+        (:meth:`RobotLink.follow <ik_control.control.robot_link.RobotLink.follow>`); when a
+        believed measurement differs from the committed path by more, the controller
+        re-seeds (``RESEEDED``, link state ``JOINING``) and steers the path to it within
+        the limits (states it cannot have produced were refused on arrival). No state
+        yet: nothing; released: :meth:`released_command`; stale: the stop once, then nothing.
+        """
+        cfg, robot = self.config, self.robot
+        if robot.q is None:
+            return _NO_STATE, None
+        if self.released:  # handed back: braking, then nothing (Handover)
+            return _INACTIVE, self.released_command(now)
+        if now - robot.time > cfg.joint_state_timeout:
+            stopped = robot.state == LinkState.STALE
+            if not stopped:
+                robot.state = LinkState.STALE
+                self.events.post('state_lost', 'warn',
+                                 f'joint_states lost (none for {now - robot.time:.3g} s): '
+                                 'stopping the arm')
+            if not self.initialized or stopped:
+                return _STALE_STATE, None
+            return _STALE_STATE, self._stop(now)
+        if not self.initialized:
+            self._initialize(now)
+            self.events.post('state_regained' if robot.state == LinkState.STALE else 'state_first',
+                             'info', 'joint_states received: commanding from the measured state')
+            robot.state = LinkState.TRACKING
+        elif robot.fresh:
+            stale = robot.state == LinkState.STALE
+            if robot.follow(self.path, now, cfg.reseed_tolerance, self.v_max, self.a_max,
+                            cfg.position_margin) and stale:
+                self.goals.excuse_pause(slice(None), now)
+        robot.fresh = False
+        if robot.state == LinkState.STALE:  # not yet believed elsewhere after the gap
+            return _STALE_STATE, None
+        return None
+
+    def _velocity_stage(self, now, h):
+        """
+        Stage 2, the desired velocity ``tick.v_des`` over the step ``h`` [s].
+
+        Joining the measurement comes first (the command must meet the robot), then the
+        hold, the joint trajectory, or the Cartesian stage (:meth:`CartesianStage.velocity
+        <ik_control.control.cartesian_stage.CartesianStage.velocity>`: ``q_dot = J^# K e``
+        plus the nullspace terms); then Welman's constraints and the collision stage
+        bound it. Each reads the tick through :class:`TickState`, not the controller.
+        Returns its status bits, and whether the goals wait (joining or holding).
+        """
+        joining = self.robot.state == LinkState.JOINING
         holding = self.goals.holding
         cartesian = False
+        status = _NONE
         if joining or holding:
-            # joining the measurement comes first: the command must meet the robot
             status |= _HOLDING if holding else _NONE
             if joining:
-                join_velocity(self.q_cmd, robot.q, self.v_max, self.a_max, self._v_des)
+                join_velocity(self.q_cmd, self.robot.q, self.v_max, self.a_max, self._v_des)
             else:
                 self._v_des[:] = 0.0
             self.solver.ws.update(self.q_cmd, jacobian=False)
@@ -387,31 +377,38 @@ class ResolvedRateController(GoalInputs, Handover):
         else:
             cartesian = True
             status |= self.cartesian.velocity(now, self.tick, self.lead, self.ik_mode)
-        if joining or now - robot.reseed_time < 1.0:
+        if joining or now - self.robot.reseed_time < 1.0:
             status |= _RESEEDED
         if self.constrained is not None and not joining and self.joint_goal is None:
             self.constrained.apply(self.tick, h, task=not holding)  # Welman's constraints
         if self.collision is not None and not joining:
             status |= self.guard.bound(now, self.tick, self.solver.ws.joint_T,
                                        self.solver.J if cartesian else None, h,
-                                       robot.tracking_error)
+                                       self.robot.tracking_error)
             self.referee.blocked_since = self.guard.limited_since
-        status |= self.commit.commit(self.tick, h, now + self.lead, path)
-        self._knot_time = path.last_time
-        command = Command(*path.window(now))
+        return status, joining or holding
+
+    def _judge_stage(self, now, command, paused):
+        """
+        Stage 4, judge ``command``: the plan's end, then the goals; return the status bits.
+
+        The goals unless ``paused`` (joining or holding), by
+        :class:`~ik_control.control.goal_referee.GoalReferee`: reached (measured and
+        commanded, the window at rest), stalled (to the fallback), unreachable.
+        """
         goal = self.joint_goal
         if goal is not None and goal.done(now + self.lead, self.q_cmd, command.velocities):
             self.joint_goal = None
             self._hold_pose_at_command()
             self.events.post('trajectory_done', 'info', 'joint trajectory done: holding its last '
                              'pose')
-        if not (holding or joining or self.joint_goal is not None):
-            if self.referee.judge(now, command.velocities, cfg, self.q_cmd, robot.q):
-                status |= _TARGET_UNREACHABLE
+        if not (paused or self.joint_goal is not None):
+            if self.referee.judge(now, command.velocities, self.config, self.q_cmd,
+                                  self.robot.q):
+                return _TARGET_UNREACHABLE
         elif self.goals.parked.any():
-            status |= _TARGET_UNREACHABLE
-        self.status = status
-        return command
+            return _TARGET_UNREACHABLE
+        return _NONE
 
     def _note_late_tick(self, lost):
         """
