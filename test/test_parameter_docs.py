@@ -3,7 +3,7 @@ The README's ik_controller parameter table says what the node declares (one sour
 
 The node's PARAMETERS table (ik_control/ros/ik_controller_parameters.py, defaults from the
 ControllerConfig and SolverConfig dataclasses) is what runs; the README's table is what
-``ik_control params --markdown`` writes from it and the bundled robots' files
+``ik_control params`` writes from it and the bundled robots' files
 (ik_control/ros/parameter_table.py): every declared parameter has a row and every row a
 parameter, with the node's default, description, range and run-time flag.
 (test_launch_files.py checks the same names against config/wam.yaml and config/simon.yaml.)

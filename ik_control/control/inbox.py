@@ -7,7 +7,8 @@ reading the clock, every handler *posts* what it wants done, ``entry(now)``, and
 *drains* the inbox at its start: the entries run one after the other, in the order they
 were posted, each given the tick's own time ``now`` [s]. So
 
-* the controller is only ever called from the tick (one thread, no lock rule for inputs);
+* the controller's goal methods are only called from the tick (the other callers, the
+  lifecycle, parameter changes and reads, hold the node's lock and change no goal);
 * every time an input hands the controller is the tick's clock reading: inputs can no
   longer give it readings out of order (which it would take for a backward clock jump);
 * an entry posted under a ``key`` replaces the one still waiting under that key and

@@ -25,7 +25,7 @@ such as nav2's):
 * ``shutdown``: brakes as ``deactivate`` does; the node then commands nothing.
 
 A mixin of :class:`~ik_control.ros.ik_controller_node.IkControllerNode`, whose
-``controller``, ``lock``, ``_now`` and ``_configure`` it uses.
+``controller``, ``lock``, ``inbox``, ``_now`` and ``_configure`` it uses.
 """
 
 import time
@@ -75,6 +75,7 @@ class ControllerLifecycle:
         with self.lock:
             self.controller = self._new_controller()
             self.inbox.clear()  # inputs meant for the controller that is gone
+            self._pending_state = None
         self.get_logger().info('cleaned up: goals, obstacles and the link to the robot '
                                'forgotten')
         return TransitionCallbackReturn.SUCCESS

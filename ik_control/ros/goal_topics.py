@@ -71,7 +71,7 @@ class GoalTopics:
             if not np.all(np.isfinite(T)):
                 raise InputError(f'{ee} target is not finite in the base frame')
             self.controller.set_target_matrix(ee, T)
-            self._publish_goal(force=True)
+            self.announce_goal()
         self.post(aim, key=('target_pose', ee))
 
     def _on_path(self, ee, msg):
@@ -90,15 +90,17 @@ class GoalTopics:
                             + 1e-9 * (p.header.stamp.nanosec - origin.nanosec)
                             for p in msg.poses])
 
-        def look(c, now):  # model frames are placed at the commanded state
-            poses = np.empty((len(msg.poses), 4, 4))
-            for k, p in enumerate(msg.poses):
-                frame = p.header.frame_id or msg.header.frame_id
-                T = pose_to_matrix(p.pose, f'{ee} target_path pose {k}')
-                poses[k] = self.frames.to_base(frame, T, p.header.stamp)
-            return (poses, *c.motion_start(ee, now))
+        def look(c, now):  # model frames are placed at the commanded state (once each)
+            placed = {f: self.frames.to_base(f, np.eye(4), msg.header.stamp) for f in frames}
+            return (placed, *c.motion_start(ee, now))
         try:
-            poses, start, twist = self.read(look)
+            frames = [p.header.frame_id or msg.header.frame_id for p in msg.poses]
+            local = [pose_to_matrix(p.pose, f'{ee} target_path pose {k}')
+                     for k, p in enumerate(msg.poses)]
+            frames = set(frames)
+            placed, start, twist = self.read(look)
+            poses = np.array([placed[p.header.frame_id or msg.header.frame_id] @ T
+                              for p, T in zip(msg.poses, local)])
             if not np.all(np.isfinite(poses)):
                 raise InputError(f'{ee} target_path is not finite in the base frame')
             path = KeyPosePath(0.0, start, offsets, poses, twist)  # checks the times
@@ -119,19 +121,21 @@ class GoalTopics:
                 except IkControlError:
                     raise InputError(f"{ee} velocity_profile '{name}' is neither a file nor "
                                      'a profile in config/motions') from None
-            profile = load_profile(path)
-            start, _ = self.read(lambda c, now: c.motion_start(ee, now))
-            motion = ProfileMotion(profile, start, perturbation, seed)
+            profile = load_profile(path)  # the file is read here, off the tick
         except InputError as exc:
             self.refuse(str(exc))
             return
-        self.post(lambda now: self._start_motion(ee, motion, now,
-                                                 f"velocity profile '{profile.name}'"))
+
+        def play(now):  # from where the effector is at this tick: no jump
+            start, _ = self.controller.motion_start(ee, now)
+            self._start_motion(ee, ProfileMotion(profile, start, perturbation, seed), now,
+                               f"velocity profile '{profile.name}'")
+        self.post(play)
 
     def _start_motion(self, ee, motion, now, what):
         """Hand a moving goal to the controller at the tick ``now`` [s] and say so."""
         self.controller.follow_motion(ee, motion, now, what)
-        self._publish_goal(force=True)
+        self.announce_goal()
 
     def _on_twist(self, ee, raw):
         """

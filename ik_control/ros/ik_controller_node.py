@@ -66,7 +66,6 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from ik_control.control.controller import ResolvedRateController
 from ik_control.control.inbox import Inbox
-from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.ros.cdr import JointStateReader, TrajectoryReader
 from ik_control.ros.command_publisher import CommandPublisher
 from ik_control.ros.controller_lifecycle import ControllerLifecycle
@@ -77,7 +76,7 @@ from ik_control.ros.frame_resolver import FrameResolver
 from ik_control.ros.goal_topics import GoalTopics
 from ik_control.ros.ik_controller_parameters import (COMMAND_INTERFACES, controller_config,
                                                      fixed_obstacles, load_model, LOOP_MODES,
-                                                     PARAMETERS)
+                                                     PARAMETERS, warn_deprecated)
 from ik_control.ros.move_to_pose_server import MoveToPoseServer
 from ik_control.ros.obstacle_markers import ObstacleMarkers
 from ik_control.ros.parameters import coerce, declare_all, run_node, StartupError
@@ -107,19 +106,6 @@ EVENT_DRAIN_PERIOD = 0.05
 #: joint_states older than this when the command goes out (or stamped in the future) do
 #: not count in the latency statistics: a wrong or zero stamp, not a latency [s]
 MAX_LATENCY = 1.0
-
-
-class _TickStats(LoopStats):
-    """Loop statistics without the calls the node declined (a refused joint_states)."""
-
-    declined = False
-
-    def record(self, start, compute, age):
-        """Store one tick, unless the node just declined it."""
-        if self.declined:
-            self.declined = False
-            return
-        super().record(start, compute, age)
 
 
 class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
@@ -160,11 +146,11 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         if getattr(self, '_ik_pool', None) is None:
             self._ik_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix='ik_fallback')
         self.controller = self._new_controller()
-        self._warn_deprecated(values)
+        warn_deprecated(values, self.get_logger())
         self._refusals = 0
         self._bad_stamps = 0  # joint_states whose stamp gives no latency (MAX_LATENCY)
         self._event_log = EventLog(self.get_logger(), EVENT_LOG_PERIOD)
-        self.stats = _TickStats(phases=TICK_PHASES)
+        self.stats = LoopStats(phases=TICK_PHASES)
         self._last_tick = -np.inf
         self.period = 1.0 / values['rate_hz']
         if values['loop'] not in LOOP_MODES:
@@ -195,7 +181,7 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE), callback_group=polled,
             raw=True)
         self._status_topics = StatusTopics(self, self.model.end_effector_names)
-        self._publish_goal(force=True)
+        self.announce_goal()
         self._target_subs = []
         # targets are taken as bytes and only the newest of a tick is deserialized: rclpy
         # takes a PoseStamped in 33 us, its bytes in 4 us, so a 10 kHz stream of goals
@@ -310,7 +296,7 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
 
     def announce_goal(self):
         """Publish the goal topics now, changed or not (a new goal: goal_reached false)."""
-        self._publish_goal(force=True)
+        self._status_topics.publish(self.controller, force=True)
 
     def _on_joint_state(self, raw):
         """Keep the newest serialized joint_states for the next tick (``loop: timer``)."""
@@ -353,7 +339,7 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
                 self.controller.configure(controller_config(values))
         except IkControlError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
-        self._warn_deprecated(values)
+        warn_deprecated(values, self.get_logger())
         self.values = values
         return SetParametersResult(successful=True)
 
@@ -363,14 +349,6 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         return super().destroy_node()
-
-    def _warn_deprecated(self, values):
-        """Log once per setting a parameter value given by a deprecated name."""
-        mode = values['solver.error_mode']
-        if mode in ERROR_MODE_ALIASES:
-            self.get_logger().warning(
-                f"solver.error_mode '{mode}' is deprecated: it is "
-                f"'{ERROR_MODE_ALIASES[mode]}' (SAM eq. 21), use that name")
 
     # ------------------------------------------------------------------ the loop
     def _tick(self):
@@ -409,7 +387,9 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
 
     def realtime_tick(self, state):
         """
-        Run one tick of the :class:`RealtimeLoop` (``loop: synchronized|on_joint_states``).
+        Run one tick of the :class:`RealtimeLoop`, or of the timer (``loop: timer``).
+
+        With ``loop: timer`` on the newest joint_states its callback kept.
 
         ``state`` is the newest joint_states message (or None); pending goals are taken
         from their subscriptions and the inbox first, oldest first. Returns the age [s] of
@@ -483,9 +463,6 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
         finally:
             if self.values['statistics_file']:
                 self.stats.save(self.values['statistics_file'])
-
-    def _publish_goal(self, force=False):
-        self._status_topics.publish(self.controller, force)
 
     def _publish_diagnostics(self):
         with self.lock:  # a consistent picture of the controller, taken quickly

@@ -17,6 +17,7 @@ import os
 
 from ik_control.control.config import ControllerConfig
 from ik_control.ik.obstacles import MAX_OBSTACLES
+from ik_control.ik.pose_error import ERROR_MODE_ALIASES
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.dh_file import robot_description
 from ik_control.planning.obstacles import obstacles_from_yaml
@@ -319,6 +320,14 @@ def controller_config(values):
         else:
             top[param.field] = value
     return ControllerConfig(**top, solver=replace(_C.solver, **solver))
+
+
+def warn_deprecated(values, logger):
+    """Log, through ``logger``, each parameter value given by a deprecated name."""
+    mode = values['solver.error_mode']
+    if mode in ERROR_MODE_ALIASES:
+        logger.warning(f"solver.error_mode '{mode}' is deprecated: it is "
+                       f"'{ERROR_MODE_ALIASES[mode]}' (SAM eq. 21), use that name")
 
 
 def profile_request(text):

@@ -82,6 +82,8 @@ PARAMETERS = {
 }
 #: the start-up plan that compiles the planner's kernels may take this long [s]
 WARM_UP_TIME_LIMIT = 120.0
+#: ... and grow a tree of at most this many nodes
+WARM_UP_NODES = 500
 MAX_OBSTACLES = 256      # markers kept at most (each adds a collision pair per robot shape)
 
 
@@ -125,7 +127,10 @@ class JtRrtPlannerNode(Node):
         for topic in ('~/goal_point', '~/goal_position'):
             self.create_subscription(PointStamped, topic, self._on_point, 10)
         self.create_subscription(MarkerArray, '~/obstacles', self._on_obstacles, 10)
-        self._compile_kernels()
+        try:
+            self._compile_kernels()
+        except IkControlError as exc:  # e.g. an end_effector the model lacks
+            raise StartupError(str(exc)) from None
 
     def _compile_kernels(self):
         """
@@ -137,7 +142,8 @@ class JtRrtPlannerNode(Node):
         first goal's ``time_limit``: the first goal ended ``timeout``. Here it is spent at
         start, said in the log when it is long; from the cache it takes milliseconds. The
         plan: from the middle of the joint ranges to the tool's position 0.3 rad away in
-        every joint, among the fixed obstacles, with a time limit of its own.
+        every joint, among the fixed obstacles, with a time limit of its own and at most
+        ``WARM_UP_NODES`` nodes (a goal the obstacles block ends there, not after minutes).
         """
         t0 = time.perf_counter()
         q0 = self.model.center
@@ -146,7 +152,8 @@ class JtRrtPlannerNode(Node):
         goal = WorkspaceGoal(GoalKinematics(self.model, frame).placement(q1)[:3, 3], None,
                              threshold=self.values['goal.threshold'], frame=frame)
         planner = Planner(self.model, self.checker,
-                          replace(self.settings, time_limit=WARM_UP_TIME_LIMIT),
+                          replace(self.settings, time_limit=WARM_UP_TIME_LIMIT,
+                                  max_nodes=WARM_UP_NODES),
                           acceleration_limit=self.values['acceleration_limit'])
         planner.plan(q0, goal, np.random.default_rng(0), self.values['method'])
         spent = time.perf_counter() - t0

@@ -5,7 +5,7 @@ The README's table of ``ik_controller``'s parameters, written from the one decla
 (default, description with its unit, range, whether it may change at run time);
 ``config/wam.yaml`` and ``config/simon.yaml`` set the bundled robots' values. This module
 writes the Markdown table from those two sources, so the README never says anything the
-node does not do: ``ik_control params --markdown`` prints it, ``ik_control params
+node does not do: ``ik_control params`` prints it, ``ik_control params
 --write-readme README.md`` puts it in place of the README's table, and the test suite
 fails when the README's table is not what they print (test_parameter_docs).
 """

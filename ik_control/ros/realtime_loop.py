@@ -122,8 +122,13 @@ class LoopStats:
         self.phases = np.zeros((size, len(self.phase_names)))
         self.count = 0
 
+    declined = False  # the caller declined this call (a refused state): not a tick
+
     def record(self, start, compute, age):
-        """Store one tick (and its :attr:`phase` durations, which are then zeroed)."""
+        """Store one tick (and its :attr:`phase` durations, then zeroed), unless declined."""
+        if self.declined:
+            self.declined = False
+            return
         i = self.count % self.start.size
         self.start[i] = start
         self.compute[i] = compute
