@@ -90,17 +90,17 @@ class GoalTopics:
                             + 1e-9 * (p.header.stamp.nanosec - origin.nanosec)
                             for p in msg.poses])
 
+        frames = [p.header.frame_id or msg.header.frame_id for p in msg.poses]
+
         def look(c, now):  # model frames are placed at the commanded state (once each)
-            placed = {f: self.frames.to_base(f, np.eye(4), msg.header.stamp) for f in frames}
+            placed = {f: self.frames.to_base(f, np.eye(4), msg.header.stamp)
+                      for f in set(frames)}
             return (placed, *c.motion_start(ee, now))
         try:
-            frames = [p.header.frame_id or msg.header.frame_id for p in msg.poses]
             local = [pose_to_matrix(p.pose, f'{ee} target_path pose {k}')
                      for k, p in enumerate(msg.poses)]
-            frames = set(frames)
             placed, start, twist = self.read(look)
-            poses = np.array([placed[p.header.frame_id or msg.header.frame_id] @ T
-                              for p, T in zip(msg.poses, local)])
+            poses = np.array([placed[f] @ T for f, T in zip(frames, local)])
             if not np.all(np.isfinite(poses)):
                 raise InputError(f'{ee} target_path is not finite in the base frame')
             path = KeyPosePath(0.0, start, offsets, poses, twist)  # checks the times

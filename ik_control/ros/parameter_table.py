@@ -11,8 +11,8 @@ fails when the README's table is not what they print (test_parameter_docs).
 """
 
 from ik_control import robots
+from ik_control.launch_util import node_parameters
 from ik_control.ros.ik_controller_parameters import PARAMETERS
-import yaml
 
 __all__ = ['markdown_table', 'shown', 'write_readme']
 
@@ -46,25 +46,10 @@ def _robot_value(value):
     return f'`{shown(value)}`' if not isinstance(value, list) or value else '`[]`'
 
 
-def _flat(section, prefix=''):
-    """Return a parameter file's nested section as ``{dotted name: value}`` (as ROS reads it)."""
-    flat = {}
-    for key, value in section.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
-
-
 def _robot_values():
     """Return ``{name: value}`` of ``ik_controller`` in each bundled robot's file."""
-    values = []
-    for robot in ROBOT_FILES:
-        with open(robots.data_path('config', f'{robot}.yaml'), encoding='utf-8') as f:
-            document = yaml.safe_load(f)
-        values.append(_flat(document['/**/ik_controller']['ros__parameters']))
-    return values
+    return [node_parameters(robots.data_path('config', f'{robot}.yaml'), 'ik_controller')
+            for robot in ROBOT_FILES]
 
 
 def markdown_table():
