@@ -103,20 +103,14 @@ browser:
 	  fi; \
 	fi
 
-# The tests that start no node first, on TEST_WORKERS pytest-xdist workers; then those
-# that do (marker `nodes`, test/conftest.py), alone: their real-time loops must not share
-# the CPU with a second test. Both runs always; the exit status says if either failed (5,
-# nothing selected, is not a failure).
+# Every module on TEST_WORKERS pytest-xdist workers, each module's tests on one worker
+# (its node pair starts once) and each worker on a ROS domain of its own (test/conftest.py).
 TEST_WORKERS ?= 2
 test: venv browser
 	@ROS_DOMAIN_ID=$(or $(TEST_DOMAIN_ID),$$(( $$(od -An -N2 -tu2 /dev/urandom) % 100 + 1 ))); \
 	export ROS_DOMAIN_ID IK_CONTROL_TEST_EVERYTHING=1; \
-	echo "ROS_DOMAIN_ID=$$ROS_DOMAIN_ID"; status=0; \
-	$(VENV_PY) -m pytest -q -n $(TEST_WORKERS) -m "not nodes" test $(PYTEST_ARGS); s=$$?; \
-	if [ $$s -ne 0 ] && [ $$s -ne 5 ]; then status=$$s; fi; \
-	$(VENV_PY) -m pytest -q -m nodes test $(PYTEST_ARGS); s=$$?; \
-	if [ $$s -ne 0 ] && [ $$s -ne 5 ]; then status=$$s; fi; \
-	exit $$status
+	echo "ROS_DOMAIN_ID=$$ROS_DOMAIN_ID (worker k of n: +100 k / n)"; \
+	$(VENV_PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile test $(PYTEST_ARGS)
 
 bench: venv
 	for b in $(BENCHES); do $(VENV)/bin/ik_control bench $$b || exit 1; done

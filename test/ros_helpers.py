@@ -38,6 +38,14 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # late in a loaded soak) [s].
 SCHEDULING_SLACK = 0.2
 
+# What the tests' ik_controller and sim_robot run with beyond their own arguments: their
+# loops sleep to each deadline instead of polling the clock through its last 200 us
+# (busy_wait). Two test modules share this 2-core machine, and the polling costs each
+# 500 Hz process about a tenth of a core for tick jitter that no test here measures
+# (`ik_control bench loop` does, with the default).
+LOOP_NODE_ARGS = {'ik_control.ros.ik_controller_node': ('-p', 'busy_wait:=0.0'),
+                  'ik_control.ros.sim_robot_node': ('-p', 'busy_wait:=0.0')}
+
 
 def domain_id() -> int:
     """Return the test run's ROS_DOMAIN_ID, choosing and exporting one if unset."""
@@ -241,6 +249,14 @@ class NodeProcess(node_process.NodeProcess):
     """A node in a subprocess (:class:`ik_control.ros.harness.node_process.NodeProcess`)."""
 
     def __init__(self, module: str, ros_args: Sequence[str] = (), env: Optional[dict] = None):
-        """Start ``python -m module`` on the test domain (:func:`ros_env`), in the repository."""
+        """
+        Start ``python -m module`` on the test domain (:func:`ros_env`), in the repository.
+
+        :data:`LOOP_NODE_ARGS` of the module go last: rcl keeps the ``-p`` overrides as one
+        entry where the first of them stands, and a parameter file's entry for the node
+        after it overrides them all (so given first, they undid a test's ``-p`` after the
+        file).
+        """
+        ros_args = [*ros_args, *LOOP_NODE_ARGS.get(module, ())]
         super().__init__(module.rsplit('.', 1)[-1], module, ros_args, env or ros_env(),
                          cwd=REPO_ROOT)

@@ -73,6 +73,9 @@ PARAMETERS = {
     'realtime_priority': Param(
         0, 'SCHED_FIFO priority of the loop (1-98; needs CAP_SYS_NICE or an rtprio limit); '
         '0 = normal scheduling.', 0, 98),
+    'busy_wait': Param(
+        0.0002, 'Time before each step spent polling the clock instead of sleeping, as '
+        "ik_controller's busy_wait (fixed_rate loop) [s].", 0.0, 1.0),
     'rate_hz': Param(
         500.0, 'Rate of simulation steps and joint_states messages [Hz].', 1.0, 2000.0),
     'command_interface': Param(
@@ -319,7 +322,8 @@ class SimRobotNode(Node):
             executor.spin()
             return
         RealtimeLoop(self, executor, 1.0 / self.values['rate_hz'], self.realtime_tick,
-                     priority=self.values['realtime_priority']).run()
+                     priority=self.values['realtime_priority'],
+                     spin_margin=self.values['busy_wait']).run()
 
     def _on_command(self, msg) -> None:
         """Apply one command on arrival (``loop: timer``: the executor's callback)."""
