@@ -226,22 +226,37 @@ def _says(collector, predicate, timeout=5.0):
 
 
 def test_hold_then_resume_continues_the_goal(wam):
+    """
+    A goal held mid-motion stays still, then resumed it is reached within the limits.
+
+    The motion runs at a quarter of the speed (about 3 s): this process may hear the
+    commands a second late on a loaded machine, and a hold after the goal was reached
+    holds nothing (seen: goal reached 0.75 s after it was sent, the hold 0.2 s later).
+    Resumed and at full speed again whatever fails, so the module's later tests never
+    find the controller held.
+    """
     status, state = _status_topics(wam)
     s0, c0 = len(wam.states.messages), len(wam.commands.messages)
-    wam.send_pose('tool', _goal([0.1, 0.15, -0.1]))
-    wam.commands.wait(lambda m: np.max(np.abs(m.points[0].velocities)) > 0.05, timeout=10.0)
-    assert _trigger(wam, 'hold').success
-    assert _diag(wam, 'tool.goal', lambda v: v == 'HELD') == 'HELD'
-    # the same, machine-readable, on the status topics
-    _says(status, lambda code: code & Status.HOLDING)
-    _says(state, lambda code: code == GoalState.HELD)
-    wam.ctx.spin_for(0.5)
-    q = wam.q()
-    wam.ctx.spin_for(0.3)
-    np.testing.assert_allclose(wam.q(), q, atol=1e-6)  # held still
-    assert not any(m.data for m in wam.goal['tool'].messages)
-    assert _trigger(wam, 'resume').success
-    wam.wait_goal('tool')
+    assert wam.set_parameter('limits.velocity_scale', 0.25).successful
+    try:
+        wam.send_pose('tool', _goal([0.1, 0.15, -0.1]))
+        wam.commands.wait(lambda m: np.max(np.abs(m.points[0].velocities)) > 0.02,
+                          timeout=10.0)
+        assert _trigger(wam, 'hold').success
+        assert _diag(wam, 'tool.goal', lambda v: v == 'HELD') == 'HELD'
+        # the same, machine-readable, on the status topics
+        _says(status, lambda code: code & Status.HOLDING)
+        _says(state, lambda code: code == GoalState.HELD)
+        wam.ctx.spin_for(0.5)
+        q = wam.q()
+        wam.ctx.spin_for(0.3)
+        np.testing.assert_allclose(wam.q(), q, atol=1e-6)  # held still
+        assert not any(m.data for m in wam.goal['tool'].messages)
+        assert _trigger(wam, 'resume').success
+        wam.wait_goal('tool')
+    finally:
+        _trigger(wam, 'resume')
+        assert wam.set_parameter('limits.velocity_scale', 1.0).successful
     assert _diag(wam, 'tool.goal', lambda v: v == 'REACHED') == 'REACHED'
     _says(state, lambda code: code == GoalState.REACHED)
     _says(status, lambda code: not code & (Status.HOLDING | Status.TARGET_UNREACHABLE))
