@@ -103,14 +103,25 @@ browser:
 	  fi; \
 	fi
 
-# Every module on TEST_WORKERS pytest-xdist workers, each module's tests on one worker
-# (its node pair starts once) and each worker on a ROS domain of its own (test/conftest.py).
+# The tests that start no node first, on TEST_WORKERS pytest-xdist workers; then those
+# that do (marker `nodes`, test/conftest.py) on NODE_WORKERS, alone by default: on this
+# 2-core machine two node modules at once took the suite from 12.5 to 8.5 min, but 2 of
+# 7 fresh-clone runs failed timing bounds under the other worker's load. With more than
+# one, a module's tests stay on one worker (--dist loadfile) and each worker has its own
+# ROS domain. Both runs always; the exit status says if either failed (5, nothing
+# selected, is not a failure).
 TEST_WORKERS ?= 2
+NODE_WORKERS ?= 1
 test: venv browser
 	@ROS_DOMAIN_ID=$(or $(TEST_DOMAIN_ID),$$(( $$(od -An -N2 -tu2 /dev/urandom) % 100 + 1 ))); \
 	export ROS_DOMAIN_ID IK_CONTROL_TEST_EVERYTHING=1; \
-	echo "ROS_DOMAIN_ID=$$ROS_DOMAIN_ID (worker k of n: +100 k / n)"; \
-	$(VENV_PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile test $(PYTEST_ARGS)
+	echo "ROS_DOMAIN_ID=$$ROS_DOMAIN_ID"; status=0; \
+	$(VENV_PY) -m pytest -q -n $(TEST_WORKERS) -m "not nodes" test $(PYTEST_ARGS); s=$$?; \
+	if [ $$s -ne 0 ] && [ $$s -ne 5 ]; then status=$$s; fi; \
+	if [ $(NODE_WORKERS) -gt 1 ]; then nodes="-n $(NODE_WORKERS) --dist loadfile"; fi; \
+	$(VENV_PY) -m pytest -q $$nodes -m nodes test $(PYTEST_ARGS); s=$$?; \
+	if [ $$s -ne 0 ] && [ $$s -ne 5 ]; then status=$$s; fi; \
+	exit $$status
 
 bench: venv
 	for b in $(BENCHES); do $(VENV)/bin/ik_control bench $$b || exit 1; done
