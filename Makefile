@@ -106,7 +106,7 @@ browser:
 # The tests that start no node first, on TEST_WORKERS pytest-xdist workers; then those
 # that do (marker `nodes`, test/conftest.py) on NODE_WORKERS, alone by default: on this
 # 2-core machine two node modules at once took the suite from 12.5 to 8.5 min, but 2 of
-# 7 fresh-clone runs failed timing bounds under the other worker's load. With more than
+# 8 fresh-clone runs failed timing bounds under the other worker's load. With more than
 # one, a module's tests stay on one worker (--dist loadfile) and each worker has its own
 # ROS domain. Both runs always; the exit status says if either failed (5, nothing
 # selected, is not a failure).

@@ -12,7 +12,7 @@ line or a Python child, with no ROS in it, is not). ``make test`` runs the other
 two pytest-xdist workers, then the ``nodes`` tests one at a time: their real-time loops
 are judged by the robot's own clock, and with two node modules at once (``make test
 NODE_WORKERS=2``: each module on one worker, each worker on a ROS domain of its own) 2 of
-7 runs on a 2-core machine failed a timing bound under the other worker's load.
+8 runs on a 2-core machine failed a timing bound under the other worker's load.
 """
 
 import os
