@@ -40,11 +40,11 @@ SCHEDULING_SLACK = 0.2
 
 # What the tests' ik_controller and sim_robot run with beyond their own arguments: their
 # loops sleep to each deadline instead of polling the clock through its last 200 us
-# (busy_wait). Two test modules share this 2-core machine, and the polling costs each
-# 500 Hz process about a tenth of a core for tick jitter that no test here measures
-# (`ik_control bench loop` does, with the default).
-LOOP_NODE_ARGS = {'ik_control.ros.ik_controller_node': ('-p', 'busy_wait:=0.0'),
-                  'ik_control.ros.sim_robot_node': ('-p', 'busy_wait:=0.0')}
+# (busy_wait). The polling costs each 500 Hz process about a tenth of a core (more
+# under `make test NODE_WORKERS=2`, two test modules at once) for tick jitter that no
+# test here measures (`ik_control bench loop` does, with the default).
+LOOP_NODES = ('ik_control.ros.ik_controller_node', 'ik_control.ros.sim_robot_node')
+LOOP_NODE_ARGS = ('-p', 'busy_wait:=0.0')
 
 
 def domain_id() -> int:
@@ -252,11 +252,11 @@ class NodeProcess(node_process.NodeProcess):
         """
         Start ``python -m module`` on the test domain (:func:`ros_env`), in the repository.
 
-        :data:`LOOP_NODE_ARGS` of the module go last: rcl keeps the ``-p`` overrides as one
-        entry where the first of them stands, and a parameter file's entry for the node
-        after it overrides them all (so given first, they undid a test's ``-p`` after the
-        file).
+        For :data:`LOOP_NODES`, :data:`LOOP_NODE_ARGS` go last: rcl keeps the ``-p``
+        overrides as one entry where the first of them stands, and a parameter file's entry
+        for the node after it overrides them all (so given first, they undid a test's
+        ``-p`` after the file).
         """
-        ros_args = [*ros_args, *LOOP_NODE_ARGS.get(module, ())]
+        ros_args = [*ros_args, *(LOOP_NODE_ARGS if module in LOOP_NODES else ())]
         super().__init__(module.rsplit('.', 1)[-1], module, ros_args, env or ros_env(),
                          cwd=REPO_ROOT)

@@ -51,9 +51,9 @@ def _robot_states(bringup, since=0):
     return np.array(stamps), np.array(positions).reshape(-1, WAM.nq)
 
 
-def _robot_motion(bringup, since=0):
-    """Measure the robot's own joint_states from ``since`` (MotionMeter)."""
-    meter = MotionMeter(WAM.velocity_limit, np.full(WAM.nq, A_MAX))
+def _robot_motion(bringup, since=0, velocity_scale=1.0):
+    """Measure the robot's own joint_states from ``since`` (MotionMeter at these limits)."""
+    meter = MotionMeter(velocity_scale * WAM.velocity_limit, np.full(WAM.nq, A_MAX))
     for t, q in zip(*_robot_states(bringup, since)):
         meter.add(t, q)
     return meter
@@ -115,8 +115,9 @@ def _goal(offset):
     return T
 
 
-def _assert_motion_within_limits(bringup, since_states, since_commands):
-    meter = _robot_motion(bringup, since_states)
+def _assert_motion_within_limits(bringup, since_states, since_commands, velocity_scale=1.0):
+    """Assert the robot kept within ``velocity_scale`` of its speed limits, no command jump."""
+    meter = _robot_motion(bringup, since_states, velocity_scale)
     jump, onto_robot = _command_jump(bringup, since_commands, since_states)
     print(f'robot span speed ratio {meter.span_speed_ratio:.3f}, step '
           f'{meter.step_speed_ratio:.3f}, command jump {jump:.3g} ticks at v_max, '
@@ -225,11 +226,15 @@ def _says(collector, predicate, timeout=5.0):
         collector.last
 
 
+SLOW = 0.25  # limits.velocity_scale of the held motion [-]
+
+
 def test_hold_then_resume_continues_the_goal(wam):
     """
     A goal held mid-motion stays still, then resumed it is reached within the limits.
 
-    The motion runs at a quarter of the speed (about 3 s): this process may hear the
+    The motion runs at a quarter of the speed (:data:`SLOW`, about 3 s; the robot's speeds
+    judged against that fraction of its limits): this process may hear the
     commands a second late on a loaded machine, and a hold after the goal was reached
     holds nothing (seen: goal reached 0.75 s after it was sent, the hold 0.2 s later).
     Resumed and at full speed again whatever fails, so the module's later tests never
@@ -237,7 +242,7 @@ def test_hold_then_resume_continues_the_goal(wam):
     """
     status, state = _status_topics(wam)
     s0, c0 = len(wam.states.messages), len(wam.commands.messages)
-    assert wam.set_parameter('limits.velocity_scale', 0.25).successful
+    assert wam.set_parameter('limits.velocity_scale', SLOW).successful
     try:
         wam.send_pose('tool', _goal([0.1, 0.15, -0.1]))
         wam.commands.wait(lambda m: np.max(np.abs(m.points[0].velocities)) > 0.02,
@@ -260,7 +265,7 @@ def test_hold_then_resume_continues_the_goal(wam):
     assert _diag(wam, 'tool.goal', lambda v: v == 'REACHED') == 'REACHED'
     _says(state, lambda code: code == GoalState.REACHED)
     _says(status, lambda code: not code & (Status.HOLDING | Status.TARGET_UNREACHABLE))
-    _assert_motion_within_limits(wam, s0, c0)
+    _assert_motion_within_limits(wam, s0, c0, velocity_scale=SLOW)
 
 
 # 1e12 m: the scale-free rule at its extreme over DDS (an ordinary goal outside the
