@@ -9,6 +9,10 @@ and p99 [us] after the first 1000 ticks, and what the collision stage measured p
 
     python tools/tick_profile.py [TICKS]            # default 10000
     python tools/tick_profile.py [TICKS] --profile  # cProfile, the 25 largest own times
+    python tools/tick_profile.py [TICKS] --robot wam --idle  # the WAM, no goal, at rest
+
+``--robot`` picks the bundled robot (``simon`` by default); ``--idle`` sends no goal (the
+arm holds its ready pose: what a controller does between goals, most of a test's time).
 """
 
 import cProfile
@@ -19,19 +23,23 @@ import time
 import numpy as np
 
 
-def build():
-    """Return ``(controller, model, q0)`` of SIMON with the bundled settings."""
+def build(name='simon'):
+    """Return ``(controller, model, q0)`` of robot ``name`` with the bundled settings."""
     from ik_control import robots
     from ik_control.bench.reach import controller_config
     from ik_control.control.controller import ResolvedRateController
 
-    model = robots.robot('simon')
-    c = ResolvedRateController(model, controller_config('simon'))
-    return c, model, np.array(robots.ready_pose('simon'), dtype=float)
+    model = robots.robot(name)
+    c = ResolvedRateController(model, controller_config(name))
+    return c, model, np.array(robots.ready_pose(name), dtype=float)
 
 
-def run(c, model, q, ticks, times, pairs):
-    """Run ``ticks`` ticks; each update's time [s] into ``times``, pair counts into ``pairs``."""
+def run(c, model, q, ticks, times, pairs, idle=False):
+    """
+    Run ``ticks`` ticks; each update's time [s] into ``times``, pair counts into ``pairs``.
+
+    ``idle``: no goal is sent.
+    """
     rng = np.random.default_rng(3)
     dt = 1.0 / c.config.rate_hz
     frames = [e.frame for e in model.end_effectors]
@@ -48,7 +56,7 @@ def run(c, model, q, ticks, times, pairs):
         cm.near_pairs = counted
     for k in range(ticks):
         t = k * dt
-        if k % 900 == 10:
+        if k % 900 == 10 and not idle:
             for i, frame in enumerate(frames):
                 c.set_target_matrix(frame, goals[(k // 900) % len(goals)][i])
         c.set_joint_state(model.joint_names, q, t)
@@ -63,14 +71,16 @@ def run(c, model, q, ticks, times, pairs):
 def main(argv):
     """Time (or profile) the tick; print the figures."""
     ticks = int(argv[0]) if argv and argv[0].isdigit() else 10000
-    c, model, q = build()
+    name = argv[argv.index('--robot') + 1] if '--robot' in argv else 'simon'
+    idle = '--idle' in argv
+    c, model, q = build(name)
     times, pairs = np.zeros(ticks), []
     if '--profile' in argv:
         profile = cProfile.Profile()
-        profile.runcall(run, c, model, q, ticks, times, pairs)
+        profile.runcall(run, c, model, q, ticks, times, pairs, idle)
         pstats.Stats(profile).sort_stats('tottime').print_stats(25)
         return 0
-    run(c, model, q, ticks, times, pairs)
+    run(c, model, q, ticks, times, pairs, idle)
     us = times[min(1000, ticks // 2):] * 1e6
     print(f'update [us]: p50 {np.percentile(us, 50):.1f}  p90 {np.percentile(us, 90):.1f}  '
           f'p99 {np.percentile(us, 99):.1f}  ({us.size} ticks)')

@@ -373,7 +373,7 @@ class CollisionStage:
         # a braking row that no velocity of the box meets: no solution, and DAQP 0.11 given
         # soft rows on a problem whose hard part has none corrupted memory (module docstring)
         reach = np.minimum(A[m:] * lo, A[m:] * hi).sum(axis=1)
-        if np.any(reach > bound[m:] + PRIMAL_TOLERANCE):
+        if (reach > bound[m:] + PRIMAL_TOLERANCE).any():
             exitflag = -1
         else:
             sense = self._sense[:n + 2 * m]

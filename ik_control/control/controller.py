@@ -442,7 +442,7 @@ class ResolvedRateController(GoalInputs, Handover):
 
     def _stop(self, now):
         """Brake from ``now`` (:meth:`cut_path`): the stop command; None if at rest already."""
-        if not np.any(self.path.sample(now)[1]):
+        if not self.path.sample(now)[1].any():
             return None
         self.cut_path(now)
         return Command(*self.path.window(now))

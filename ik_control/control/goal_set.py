@@ -288,7 +288,7 @@ class GoalSet:
         """
         out[:] = self.targets
         timed_out = False
-        for i in np.flatnonzero(self.mode == MODE_TWIST):
+        for i in (self.mode == MODE_TWIST).nonzero()[0]:
             if now - self.twist_time[i] > twist_timeout:
                 self.twist[i] = 0.0
                 timed_out = True
@@ -302,7 +302,7 @@ class GoalSet:
                 T[:3, 3] = frame_T[i, :3, 3] + offset * (reach / dist)
             _feed_forward(T, v / gain, w / gain, out[i])
         secondary = 1.0
-        for i in np.flatnonzero(self.mode == MODE_MOTION):
+        for i in (self.mode == MODE_MOTION).nonzero()[0]:
             motion, start = self.motions[i]
             t = now + lead - start
             if t >= motion.end_time:
@@ -368,7 +368,7 @@ class GoalSet:
         (rotation rows weighted by ``orientation_weight`` [m/rad]); below ``GOAL_SPEED``
         the hand is at rest though the joints may still move in the nullspace.
         """
-        for i in np.flatnonzero((self.mode == MODE_POSE) & ~self.parked & ~self.reached):
+        for i in ((self.mode == MODE_POSE) & ~self.parked & ~self.reached).nonzero()[0]:
             if (err_p[i] <= self.tol_p[i] and err_r[i] <= self.tol_r[i]
                     and np.max(hand_speed[row_frame == i]) < GOAL_SPEED):
                 self.reached[i] = True
@@ -398,7 +398,7 @@ class GoalSet:
         if not (accepted.any() or (reached != self._reached_before).any()):
             return
         states[accepted] = GoalState.ACTIVE
-        for i in np.flatnonzero(reached & ~self._reached_before):
+        for i in (reached & ~self._reached_before).nonzero()[0]:
             if states[i] == GoalState.ACTIVE:
                 states[i] = GoalState.REACHED
                 self.events.post('goal_reached', 'info',

@@ -289,8 +289,8 @@ class RobotLink:
             index = np.array([lookup[n] for n in self.joint_names], dtype=np.int64)
             self._names = (names, index)
         q = np.asarray(positions, dtype=float)[index]
-        if not (np.all(q >= self._lo) and np.all(q <= self._hi)):  # NaN fails too
-            if not np.all(np.isfinite(q)):
+        if not ((q >= self._lo).all() and (q <= self._hi).all()):  # NaN fails too
+            if not np.isfinite(q).all():
                 raise InputError('joint_states positions contain NaN or infinite values')
             i = int(np.argmax(np.maximum(self._lo - q, q - self._hi)))
             raise InputError(f"joint_states puts joint '{self.joint_names[i]}' at "
@@ -349,7 +349,7 @@ class RobotLink:
             if gap > tolerance and not self._confirmed_elsewhere():
                 return False
             self.state = LinkState.TRACKING
-            if gap <= tolerance and np.any(path.sample(now)[1]):
+            if gap <= tolerance and path.sample(now)[1].any():
                 # back before the stop ended, on the path: it goes on from there
                 self.events.post('state_regained', 'info', 'joint_states regained')
                 return True
