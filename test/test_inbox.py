@@ -3,7 +3,7 @@
 import threading
 
 from hypothesis import given, settings, strategies as st
-from ik_control.control.inbox import Inbox
+from ik_control.control.inbox import Inbox, KEPT_PER_KEY
 import pytest
 
 
@@ -28,6 +28,36 @@ def test_entries_run_once_in_order_and_a_key_keeps_only_its_newest(keys):
     assert inbox.drain(2.5, on_error=pytest.fail) == len(expected)
     assert ran == [(n, 2.5) for _, n in expected]  # every one at the tick's own time
     assert len(inbox) == 0 and inbox.drain(3.0, on_error=pytest.fail) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from('ab'), st.booleans()), max_size=12))
+def test_under_a_key_the_newest_valid_entry_wins_as_if_each_had_run(posts):
+    """
+    A valid target followed by a malformed one within a tick is not lost.
+
+    Run one by one, a key's last valid entry would set the goal, and the malformed ones
+    after it would be refused; the drain gives the same, among the last KEPT_PER_KEY.
+    """
+    inbox = Inbox()
+    ran, errors = [], []
+
+    def entry(key, n, valid):
+        def run(now):
+            if not valid:
+                raise ValueError((key, n))
+            ran.append((key, n))
+        return run
+    for n, (key, valid) in enumerate(posts):
+        inbox.post(entry(key, n, valid), key)
+    inbox.drain(1.0, on_error=lambda exc, now: errors.append(exc.args[0]))
+    for key in 'ab':
+        kept = [(n, valid) for n, (k, valid) in enumerate(posts) if k == key][-KEPT_PER_KEY:]
+        good = [n for n, valid in kept if valid]
+        applied = [(key, good[-1])] if good else []
+        assert [r for r in ran if r[0] == key] == applied
+        after = [n for n, valid in kept if not valid and (not good or n > good[-1])]
+        assert sorted(n for k, n in errors if k == key) == after
 
 
 def test_a_failing_entry_is_reported_and_the_others_still_run():

@@ -11,9 +11,14 @@ were posted, each given the tick's own time ``now`` [s]. So
   lifecycle, parameter changes and reads, hold the node's lock and change no goal);
 * every time an input hands the controller is the tick's clock reading: inputs can no
   longer give it readings out of order (which it would take for a backward clock jump);
-* an entry posted under a ``key`` replaces the one still waiting under that key and
-  moves to the end of the queue: a stream of targets for one end effector costs one
-  entry per tick, whatever its rate, and the newest wins, as it would have anyway.
+* an entry posted under a ``key`` supersedes the ones still waiting under that key, and
+  the key moves to the end of the queue: a stream of targets for one end effector costs
+  one applied entry per tick, whatever its rate. The drain runs the newest; only if it
+  raises, the one before it, and so on, until one runs: so the newest *valid* input
+  wins, as it would have if every one had run in turn (a valid pose followed by a
+  malformed one within a tick is not lost). Entries older than the one that ran are
+  dropped unrun (what they would have set is overwritten), their faults unreported. At
+  most ``KEPT_PER_KEY`` wait under a key; older ones are dropped as they come.
 
 An entry that raises does not stop the others: the exception goes to ``on_error(exc,
 now)`` (the node refuses the input), and the drain goes on.
@@ -23,7 +28,10 @@ from collections import OrderedDict
 import itertools
 import threading
 
-__all__ = ['Inbox']
+__all__ = ['Inbox', 'KEPT_PER_KEY']
+
+#: the most entries that wait under one key: the newest, and the ones it falls back to
+KEPT_PER_KEY = 4
 
 
 class Inbox:
@@ -35,22 +43,26 @@ class Inbox:
         self._unkeyed = itertools.count()
 
     def __len__(self):
-        """Return how many entries wait."""
+        """Return how many inputs wait (the entries under one key count once)."""
         return len(self._entries)
 
     def post(self, entry, key=None):
         """
         Queue ``entry`` (a callable taking the tick's time [s]) for the next drain.
 
-        With a ``key`` (any hashable), the entry waiting under that key, if any, is
-        dropped, and this one goes to the end of the queue.
+        With a ``key`` (any hashable), this one supersedes the entries waiting under that
+        key (they stay as its fallbacks, at most ``KEPT_PER_KEY`` in all), and the key
+        goes to the end of the queue.
         """
         with self._lock:
             if key is None:
-                key = ('unkeyed', next(self._unkeyed))
-            else:
-                self._entries.pop(key, None)
-            self._entries[key] = entry
+                self._entries[('unkeyed', next(self._unkeyed))] = entry
+                return
+            chain = self._entries.pop(key, None)
+            if chain is None:
+                chain = _Chain()
+            chain.append(entry)
+            self._entries[key] = chain
 
     def clear(self):
         """Drop every waiting entry (the controller they were meant for is gone)."""
@@ -59,9 +71,10 @@ class Inbox:
 
     def drain(self, now, on_error):
         """
-        Run every waiting entry at ``now`` [s], oldest first; return how many ran.
+        Run every waiting input at ``now`` [s], oldest first; return how many ran.
 
-        An exception of an entry goes to ``on_error(exc, now)`` and the next entry runs.
+        An exception of an entry goes to ``on_error(exc, now)`` and the next entry runs
+        (under a key: the one it superseded, if any; module docstring).
         Entries posted meanwhile (by an entry, or another thread) wait for the next drain.
         """
         if not self._entries:  # the usual tick: nothing came (no lock taken)
@@ -69,8 +82,23 @@ class Inbox:
         with self._lock:
             entries, self._entries = self._entries, OrderedDict()
         for entry in entries.values():
-            try:
-                entry(now)
-            except Exception as exc:  # noqa: B902 - one bad input must not stop the tick
-                on_error(exc, now)
+            for candidate in (reversed(entry) if type(entry) is _Chain else (entry,)):
+                try:
+                    candidate(now)
+                except Exception as exc:  # noqa: B902 - one bad input must not stop the tick
+                    on_error(exc, now)
+                else:
+                    break  # the newest that ran: the older ones are overwritten by it
         return len(entries)
+
+
+class _Chain(list):
+    """The entries waiting under one key, oldest first, at most ``KEPT_PER_KEY``."""
+
+    __slots__ = ()
+
+    def append(self, entry):
+        """Add the newest entry, dropping the oldest beyond ``KEPT_PER_KEY``."""
+        super().append(entry)
+        if len(self) > KEPT_PER_KEY:
+            del self[0]

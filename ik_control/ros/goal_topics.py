@@ -172,7 +172,7 @@ class GoalTopics:
                 try:
                     changed |= self._markers.apply(marker, self.frames.to_base)
                 except InputError as exc:
-                    self._refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}", now)
+                    self.refuse(f"obstacle '{marker.ns}' {marker.id}: {exc}", now)
             if changed:
                 self.controller.set_obstacle_shapes(self._markers.shapes())
         self.post(apply)

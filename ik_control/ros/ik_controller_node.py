@@ -147,8 +147,7 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
             self._ik_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix='ik_fallback')
         self.controller = self._new_controller()
         warn_deprecated(values, self.get_logger())
-        self._refusals = 0
-        self._bad_stamps = 0  # joint_states whose stamp gives no latency (MAX_LATENCY)
+        self._refusals, self._bad_stamps = 0, 0  # bad stamps: no latency (MAX_LATENCY)
         self._event_log = EventLog(self.get_logger(), EVENT_LOG_PERIOD)
         self.stats = LoopStats(phases=TICK_PHASES)
         self._last_tick = -np.inf
@@ -276,23 +275,25 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
             return look(self.controller, self._now())
 
     def refuse(self, reason, now=None):
-        """Refuse an input: at the tick ``now`` [s] inside an entry, else at the next tick."""
-        if now is None:
-            self.post(lambda now: self._refuse(reason, now))
-        else:
-            self._refuse(reason, now)
+        """
+        Refuse an input: counted and logged now, the controller told at the tick's time.
 
-    def _refuse(self, reason, now):
+        ``now`` [s]: the tick's, inside an entry; None: the next tick's (a cleanup in
+        between drops only the controller's ``BAD_INPUT``).
+        """
         self._refusals += 1
-        self.controller.refuse(now, reason)
         self.get_logger().warn(f'refused: {reason}', throttle_duration_sec=1.0)
+        if now is None:
+            self.post(lambda now: self.controller.refuse(now, reason))
+        else:
+            self.controller.refuse(now, reason)
 
     def _refuse_entry(self, exc, now):
         """Refuse the input of an inbox entry that raised ``exc`` at ``now`` (the tick goes on)."""
         if isinstance(exc, InputError):
-            self._refuse(str(exc), now)
+            self.refuse(str(exc), now)
         else:  # a fault of ours, not the input's: said as such, the tick goes on
-            self._refuse(f'an input failed: {type(exc).__name__}: {exc}', now)
+            self.refuse(f'an input failed: {type(exc).__name__}: {exc}', now)
 
     def announce_goal(self):
         """Publish the goal topics now, changed or not (a new goal: goal_reached false)."""
@@ -314,7 +315,7 @@ class IkControllerNode(ControllerLifecycle, GoalTopics, LifecycleNode):
                                       throttle_duration_sec=1.0)
             return None
         except InputError as exc:
-            self._refuse(str(exc), now)  # (a later clock reading would come before `now`)
+            self.refuse(str(exc), now)  # (a later clock reading would come before `now`)
             return None
 
     def _on_set_parameters(self, params):
