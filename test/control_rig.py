@@ -114,7 +114,7 @@ class Run:
         motion = (self.robot.q.copy(), (self.robot.q - q_before) / DT)
         if self.recovering:  # until a tick it follows unclamped, near the path
             self.recovering = (self.robot.blocked or self.robot.sat.clamps > before
-                               or self.c.link != LinkState.TRACKING
+                               or self.c.robot.state != LinkState.TRACKING
                                or np.max(np.abs(self.c.path.sample(self.now)[0] - self.robot.q))
                                >= self.c.config.reseed_tolerance)
         else:
@@ -128,10 +128,10 @@ class Run:
             except InputError:  # malformed or outside the limits: refused
                 result = 'error'
 
-        reseeds, link = self.c.reseeds, self.c.link
+        reseeds, link = self.c.robot.reseeds, self.c.robot.state
         command = self.c.update(self.now)
-        onto_robot = (self.c.reseeds > reseeds and link == LinkState.TRACKING
-                      and self.c.link == LinkState.TRACKING)
+        onto_robot = (self.c.robot.reseeds > reseeds and link == LinkState.TRACKING
+                      and self.c.robot.state == LinkState.TRACKING)
         if onto_robot:
             self.reseeds_onto_robot += 1
         if command is not None:

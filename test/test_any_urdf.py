@@ -152,9 +152,9 @@ def test_controller_reaches_a_random_reachable_goal(name):
         command = controller.update(t)
         q = command.at(1.0 / config.rate_hz)[0].copy()   # where a JTC puts it by next tick
         assert np.all(q >= model.lower) and np.all(q <= model.upper)
-        if controller.goal_reached[0]:
+        if controller.goals.reached[0]:
             break
-    assert controller.goal_reached[0], controller.tracking_errors()
+    assert controller.goals.reached[0], controller.tracking_errors()
     T = model.pin_frame_placement(q, ARMS[name][2])
     assert np.linalg.norm(T[:3, 3] - T_goal[:3, 3]) < 1e-3
 

@@ -80,12 +80,12 @@ def test_ik_method_reaches_a_reachable_goal_within_the_limits(name, method, seed
 
     # ccd: until reached; the closed forms: 4 s, to see where the joints come to rest
     c, q = _loop(model, config, q0, int(4.0 * config.rate_hz), send,
-                 (lambda c, k, q: c.goal_reached.all()) if method == 'ccd' else None)
-    assert c.goal_reached.all() and not c.parked.any()
+                 (lambda c, k, q: c.goals.reached.all()) if method == 'ccd' else None)
+    assert c.goals.reached.all() and not c.goals.parked.any()
     reached = model.frame_placements(q)
     for i in range(len(goals)):
         assert np.linalg.norm(reached[i, :3, 3] - goals[i, :3, 3]) <= 1e-3
-    assert c.fallback_uses == 0
+    assert c.fallback.uses == 0
     if method != 'ccd':
         # the arm went to the closed form's configuration in joint space: each arm where
         # HAL puts it from the start (the velocity law would end elsewhere on the
@@ -110,8 +110,8 @@ def test_ccd_mode_moves_on_its_own_path_and_a_holding_hand_stays():
                                   unreachable_time=2.0)
         c, q = _loop(model, config, q0, 4000,
                      lambda c, k, q: k == 0 and c.set_target_matrix('right_hand', goal),
-                     lambda c, k, q: c.goal_reached[0])
-        assert c.goal_reached[0]
+                     lambda c, k, q: c.goals.reached[0])
+        assert c.goals.reached[0]
         left = model.frame_placements(q)[1]
         assert np.linalg.norm(left[:3, 3] - left0[:3, 3]) < 2e-3
         finals[method] = q

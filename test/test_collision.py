@@ -284,10 +284,11 @@ def _drive(controller, goals, judge, seconds=8.0, servo=None):
                 robot = robot + dt * robot_v
             worst = min(worst, judge.closest(robot)[0])
             now += dt
-            if controller.goal_reached.all() or controller.parked.any():
+            if controller.goals.reached.all() or controller.goals.parked.any():
                 break
-        outcomes.append(('reached' if controller.goal_reached.all() else
-                         '; '.join(r for r in controller.unreachable_reason if r) or 'timeout'))
+        goals = controller.goals
+        outcomes.append(('reached' if goals.reached.all() else
+                         '; '.join(r for r in goals.unreachable_reason if r) or 'timeout'))
     return worst, outcomes
 
 

@@ -50,8 +50,8 @@ def _drive(strategy, q0, q_goal, **overrides):
 def test_without_the_fallback_these_goals_are_parked_unreachable(stalling_goals):
     for q0, q_goal in stalling_goals:
         controller, reached, *_ = _drive('off', q0, q_goal)
-        assert not reached and controller.parked[0]
-        assert 'fallback off' in controller.unreachable_reason[0]
+        assert not reached and controller.goals.parked[0]
+        assert 'fallback off' in controller.goals.unreachable_reason[0]
 
 
 @pytest.mark.parametrize('strategy', ['joint'])
@@ -59,10 +59,10 @@ def test_stalled_goals_are_reached_through_the_position_ik_within_the_limits(
         stalling_goals, strategy):
     for q0, q_goal in stalling_goals:
         controller, reached, speed, accel, T = _drive(strategy, q0, q_goal)
-        assert reached, controller.unreachable_reason
-        assert controller.fallback.requests >= 1 and controller.fallback_uses >= 1
+        assert reached, controller.goals.unreachable_reason
+        assert controller.fallback.requests >= 1 and controller.fallback.uses >= 1
         # the robot (where the last command put it), by pinocchio: within the tolerances
-        err_p, err_r = _pinocchio_error(controller.q_meas, T[0])
+        err_p, err_r = _pinocchio_error(controller.robot.q, T[0])
         assert err_p <= controller.config.goal_position_tolerance
         assert err_r <= controller.config.goal_orientation_tolerance
         assert speed <= 1.0 + 1e-9 and accel <= 1.0 + 1e-6
@@ -86,11 +86,11 @@ def test_the_posture_strategy_pulls_a_stalled_goal_to_reached():
     # the law alone reaches it now)
     q0, q_goal = _bench_goal(217)
     controller, reached, *_ = _drive('off', q0, q_goal)
-    assert not reached and controller.parked[0]
+    assert not reached and controller.goals.parked[0]
     controller, reached, speed, accel, T = _drive('posture', q0, q_goal)
-    assert reached, controller.unreachable_reason
-    assert controller.fallback_uses >= 1 and controller.fallback.approach is None
-    err_p, err_r = _pinocchio_error(controller.q_meas, T[0])
+    assert reached, controller.goals.unreachable_reason
+    assert controller.fallback.uses >= 1 and controller.fallback.approach is None
+    err_p, err_r = _pinocchio_error(controller.robot.q, T[0])
     assert err_p <= controller.config.goal_position_tolerance
     assert err_r <= controller.config.goal_orientation_tolerance
     assert speed <= 1.0 + 1e-9 and accel <= 1.0 + 1e-6
@@ -104,12 +104,12 @@ def test_goal_reached_needs_the_measured_pose_within_tolerance():
     # the robot reports itself 0.01 rad off on the shoulder (inside reseed_tolerance):
     # the command still sits on the goal, but the arm does not
     now = 100.0
-    q = controller.q_meas.copy()
+    q = controller.robot.q.copy()
     q[1] += 0.01
     for k in range(10):
         controller.set_joint_state(WAM.joint_names, q, now + k * controller.dt)
         controller.update(now + k * controller.dt)
-    assert not controller.goal_reached[0]
+    assert not controller.goals.reached[0]
 
 
 def test_an_unreachable_goal_reports_its_error_to_the_users_goal():
@@ -118,8 +118,8 @@ def test_an_unreachable_goal_reports_its_error_to_the_users_goal():
     T[0, :3, 3] = [1.5, 0.5, 1.0]  # 1.5 m out: no solution
     controller = ResolvedRateController(WAM, reach.controller_config('wam'))
     reached, *_ = reach.run_goal(controller, q0, T, timeout=5.0)
-    assert not reached and controller.parked[0]
-    assert 'position IK found no solution' in controller.unreachable_reason[0]
+    assert not reached and controller.goals.parked[0]
+    assert 'position IK found no solution' in controller.goals.unreachable_reason[0]
     err_p, _ = controller.tracking_errors()
     held = WAM.frame_placements(controller.q_cmd)[0, :3, 3]
     # the error to the goal the user sent (about 0.6 m), not to the pose it holds
@@ -137,7 +137,7 @@ def test_a_goal_is_reached_while_joint_centering_still_moves_the_joints():
     reached, seconds, _, _ = reach.run_goal(controller, q0, T)
     assert reached
     assert np.max(np.abs(controller.v_cmd)) > 0.01  # the nullspace motion goes on
-    err_p, err_r = _pinocchio_error(controller.q_meas, T[0])
+    err_p, err_r = _pinocchio_error(controller.robot.q, T[0])
     assert err_p <= config.goal_position_tolerance
     assert err_r <= config.goal_orientation_tolerance
 
@@ -168,9 +168,9 @@ def test_a_joint_space_approach_for_one_hand_is_not_replaced_by_the_other_hands_
         if fallback.approach is not None and fallback.approach is not running:
             approaches += 1
             replaced += running is not None  # a new solution while one was approached
-        if controller.goal_reached.all() or controller.parked.any():
+        if controller.goals.reached.all() or controller.goals.parked.any():
             break
         if command is not None:
             q = command.at(dt)[0]
-    assert controller.goal_reached.all(), controller.unreachable_reason
+    assert controller.goals.reached.all(), controller.goals.unreachable_reason
     assert approaches >= 1 and replaced == 0

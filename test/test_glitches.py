@@ -60,7 +60,7 @@ def test_a_glitch_sample_is_refused_counted_and_never_moves_the_command():
             assert 'implausible' in c.last_refusal
             assert c.status & Status.BAD_INPUT
         run.ticks(10)
-    assert c.implausible_states == 2 and c.reseeds == 0
+    assert c.robot.implausible == 2 and c.robot.reseeds == 0
     assert run.max_step <= 1.0 + 1e-9
     assert run.clamps == 0
 
@@ -76,16 +76,16 @@ def test_reordered_names_are_refused_and_a_persistent_reorder_is_joined_smoothly
         taken, _ = run.tick(names=swapped)
         assert taken is False
         run.tick()
-    assert c.reseeds == 0 and c.implausible_states == 20
+    assert c.robot.reseeds == 0 and c.robot.implausible == 20
     # a publisher that keeps its wrong order: after CONFIRM_SAMPLES it is believed, and
     # the command joins it within the limits (the robot, following, meets it)
     for k in range(1000):
         taken, _ = run.tick(names=swapped)
         if k >= CONFIRM_SAMPLES:
             assert taken
-        if k > CONFIRM_SAMPLES and c.link == LinkState.TRACKING:
+        if k > CONFIRM_SAMPLES and c.robot.state == LinkState.TRACKING:
             break
-    assert c.link == LinkState.TRACKING and c.reseeds == 1, k
+    assert c.robot.state == LinkState.TRACKING and c.robot.reseeds == 1, k
     assert k < 400  # 0.8 s at 500 Hz
     assert run.clamps == 0
 
@@ -120,7 +120,7 @@ def test_a_robot_that_is_elsewhere_is_followed_within_bounded_ticks(case):
         clamps = robot.sat.clamps
         run.tick()
         ticks += 1
-        on_path = (c.link == LinkState.TRACKING and np.max(np.abs(
+        on_path = (c.robot.state == LinkState.TRACKING and np.max(np.abs(
             c.path.sample(run.now)[0] - robot.q)) < c.config.reseed_tolerance)
         unclamped = unclamped + 1 if on_path and robot.sat.clamps == clamps else 0
         assert ticks < 1000, 'still clamped or off the path 2 s after'
@@ -128,8 +128,8 @@ def test_a_robot_that_is_elsewhere_is_followed_within_bounded_ticks(case):
     run.ticks(500)  # and it stays on it
     assert robot.sat.clamps == clamps
     assert run.max_step <= 1.0 + 1e-9
-    assert 1 <= c.reseeds <= 3
-    assert run.reseeds_onto_robot == (0 if case == 'restart' else c.reseeds)
+    assert 1 <= c.robot.reseeds <= 3
+    assert run.reseeds_onto_robot == (0 if case == 'restart' else c.robot.reseeds)
 
 
 def test_a_tick_later_than_the_committed_knots_is_counted_and_told():
@@ -155,21 +155,21 @@ def test_hold_then_resume_continues_the_goal_and_goal_reached_agrees():
     c, robot = rig()
     run = Run(c, robot)
     c.set_target_matrix('tool', goal_pose(WAM, robot.q, [0.05, 0.1, 0.0]))
-    assert c.goal_state[0] == GoalState.ACCEPTED
+    assert c.goals.state[0] == GoalState.ACCEPTED
     run.ticks(30)
-    assert c.goal_state[0] == GoalState.ACTIVE
+    assert c.goals.state[0] == GoalState.ACTIVE
     c.hold()
-    assert c.goal_state[0] == GoalState.HELD
+    assert c.goals.state[0] == GoalState.HELD
     run.ticks(300)
-    assert c.status & Status.HOLDING and not c.goal_reached[0]
+    assert c.status & Status.HOLDING and not c.goals.reached[0]
     assert np.max(np.abs(run.previous.velocities)) == 0.0
     c.resume()
-    assert c.goal_state[0] == GoalState.ACTIVE
+    assert c.goals.state[0] == GoalState.ACTIVE
     for _ in range(1500):
         run.tick()
-        if c.goal_reached[0]:
+        if c.goals.reached[0]:
             break
-    assert c.goal_reached[0] and c.goal_state[0] == GoalState.REACHED
+    assert c.goals.reached[0] and c.goals.state[0] == GoalState.REACHED
     assert not c.status & Status.TARGET_UNREACHABLE
     kinds = [e.kind for e in c.drain_events()]
     assert kinds.count('hold') == 1 and kinds.count('resume') == 1
@@ -187,7 +187,7 @@ def test_a_far_goal_ends_unreachable_within_seconds(distance):
         if c.status & Status.TARGET_UNREACHABLE:
             break
     assert c.status & Status.TARGET_UNREACHABLE, 'not unreachable within 4 s'
-    assert c.goal_state[0] == GoalState.UNREACHABLE
+    assert c.goals.state[0] == GoalState.UNREACHABLE
     run.ticks(600)
     assert np.max(np.abs(run.previous.velocities)) < 1e-3  # parked: coming to rest
     kinds = [e.kind for e in c.drain_events()]
@@ -202,9 +202,9 @@ def test_a_reachable_goal_is_not_called_unreachable():
     c.set_target_matrix('tool', WAM.frame_placements(q_goal)[0])
     for _ in range(int(6.0 * RATE)):
         run.tick()
-        if c.goal_reached[0]:
+        if c.goals.reached[0]:
             break
-    assert c.goal_reached[0] and not c.parked[0]
+    assert c.goals.reached[0] and not c.goals.parked[0]
 
 
 def test_a_new_goal_replaces_the_active_one():
@@ -294,7 +294,7 @@ def test_a_goal_sent_during_hold_waits_for_resume():
     c.hold()
     goal = goal_pose(WAM, robot.q, [0.0, 0.1, 0.0])
     c.set_target_matrix('tool', goal)
-    assert c.goal_state[0] == GoalState.HELD
+    assert c.goals.state[0] == GoalState.HELD
     run.ticks(50)
     assert np.max(np.abs(run.previous.velocities)) == 0.0
     c.resume()
@@ -303,8 +303,8 @@ def test_a_goal_sent_during_hold_waits_for_resume():
     assert math.isfinite(c.sigma_min())
     for _ in range(1500):  # the goal sent while held, not only motion: reached
         run.tick()
-        if c.goal_reached[0]:
+        if c.goals.reached[0]:
             break
-    assert c.goal_reached[0] and c.goal_state[0] == GoalState.REACHED
+    assert c.goals.reached[0] and c.goals.state[0] == GoalState.REACHED
     hand = WAM.pin_frame_placement(robot.q, 'tool')  # the robot's own pose, by pinocchio
     assert np.linalg.norm(hand[:3, 3] - goal[:3, 3]) <= c.config.goal_position_tolerance

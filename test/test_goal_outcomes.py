@@ -137,7 +137,7 @@ def test_cancel_and_time_limit_stop_the_arm_where_it_comes_to_rest_and_it_stays(
         assert _until_decided(run, goal) <= 6
         assert goal.outcome == Outcome.TIMED_OUT and 'time_limit 0.1 s' in goal.reason
     run.ticks(500)  # the braking, at the acceleration limits
-    assert not c.holding
+    assert not c.goals.holding
     assert c.goals.state[0] == GoalState.REPLACED  # its goal ended: the tool holds a pose
     assert _joint_spread(run, 1000) < 1e-6
     tool = WAM.frame_placements(robot.q)[0, :3, 3]

@@ -56,7 +56,7 @@ def test_a_key_pose_path_is_tracked_within_a_millimetre_and_its_last_pose_is_rea
         if not given and now >= 0.1:
             ctrl.follow_motion('tool', path, now, 'a path')
             given['t'] = now
-            assert ctrl.goal_state[0] == GoalState.ACCEPTED
+            assert ctrl.goals.state[0] == GoalState.ACCEPTED
 
     record = run_closed_loop(c, READY, 4.0, before_tick)
     moving = record.times > given['t']
@@ -65,7 +65,7 @@ def test_a_key_pose_path_is_tracked_within_a_millimetre_and_its_last_pose_is_rea
     # without the feed-forward twist the hand lags the path by speed / gain (gain 10 1/s):
     # 19 mm at the fastest
     assert np.max(error) < 1e-3, np.max(error)
-    assert c.goal_state[0] == GoalState.REACHED and c.goal_reached[0]
+    assert c.goals.state[0] == GoalState.REACHED and c.goals.reached[0]
     assert np.linalg.norm(record.poses[-1, 0, :3, 3] - path.sample(KEY_TIMES[-1])[:3, 3]) < 1e-4
 
 
@@ -86,7 +86,7 @@ def test_a_new_path_starts_from_the_old_ones_pose_and_velocity():
     np.testing.assert_allclose(new.sample(0.0), pose, atol=1e-12)
     np.testing.assert_allclose(new.twist(0.0), velocity, atol=1e-9)
     c.follow_motion('tool', new, now, 'the second path')
-    assert c.goal_state[0] == GoalState.ACCEPTED and c.goals.ids[0] == 2
+    assert c.goals.state[0] == GoalState.ACCEPTED and c.goals.ids[0] == 2
 
 
 def test_a_velocity_profile_plays_from_the_current_pose_and_the_wave_returns():
@@ -103,7 +103,7 @@ def test_a_velocity_profile_plays_from_the_current_pose_and_the_wave_returns():
     y = record.poses[:, 0, 1, 3] - start[1, 3]
     assert np.ptp(y) > 0.1  # about 13 cm side to side
     np.testing.assert_allclose(record.poses[-1, 0], start, atol=1e-3)  # back where it began
-    assert c.goal_state[0] == GoalState.REACHED
+    assert c.goals.state[0] == GoalState.REACHED
 
 
 def test_a_profiles_priorities_weight_the_obstacle_avoidance_while_it_plays():

@@ -55,9 +55,9 @@ def test_release_brakes_within_the_limits_then_commands_nothing(offset, ticks):
     c.set_target_matrix('tool', goal)
     for _ in range(int(15.0 / DT)):
         run.tick()
-        if c.goal_reached[0]:
+        if c.goals.reached[0]:
             break
-    assert c.goal_reached[0] or c.parked[0]
+    assert c.goals.reached[0] or c.goals.parked[0]
     assert run.clamps == 0
 
 

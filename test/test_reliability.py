@@ -205,7 +205,7 @@ def _twin_run(model, config, operations, seed):
                 if op == 'tick':
                     for c in (dirty, clean):
                         c.set_joint_state(model.joint_names, robot.q, now)
-                reseeds = dirty.reseeds
+                reseeds = dirty.robot.reseeds
                 a, b = dirty.update(now), clean.update(now)
                 assert (a is None) == (b is None)
                 if a is None:
@@ -215,7 +215,7 @@ def _twin_run(model, config, operations, seed):
                     np.testing.assert_array_equal(x, y)
                 assert dirty.status == clean.status
                 _assert_command_within_limits(model, dirty, a)
-                if previous is not None and dirty.reseeds == reseeds:
+                if previous is not None and dirty.robot.reseeds == reseeds:
                     _assert_continues(previous, a, dt)
                 previous = a
                 robot.q[:] = a.at(dt)[0]

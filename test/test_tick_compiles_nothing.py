@@ -75,8 +75,8 @@ r.run(0.05)
 goal = c.current_pose(ee)
 goal[:3, 3] += (0.05, -0.03, 0.02)
 c.set_target_matrix(ee, goal)
-r.run(3.0, until=lambda c: c.goal_reached[0])
-reached = bool(c.goal_reached[0])
+r.run(3.0, until=lambda c: c.goals.reached[0])
+reached = bool(c.goals.reached[0])
 c.set_twist_target(ee, [0.02, 0.0, 0.0], [0.0, 0.0, 0.1], r.t)
 r.run(0.3)
 c.set_obstacles([c.current_pose(ee)[:3, 3] + (0.1, 0.0, 0.0)], [0.03])
@@ -90,8 +90,8 @@ c.resume()
 far = c.current_pose(ee)
 far[:3, 3] += (5.0, 0.0, 0.0)
 c.set_target_matrix(ee, far)
-r.run(3.0, until=lambda c: c.parked[0])
-cases['inputs'] = {'ran': reached and bool(c.parked[0]), 'new': r.new()}
+r.run(3.0, until=lambda c: c.goals.parked[0])
+cases['inputs'] = {'ran': reached and bool(c.goals.parked[0]), 'new': r.new()}
 
 # the position-IK fallback, both strategies, on goals the law alone stalls on (goal 8 of
 # test_fallback's draw; goal 72 of `bench reach --robot wam`)
@@ -106,7 +106,7 @@ for _ in range(73):
 for strategy, (q0, q_goal) in (('joint', stall), ('posture', posture_goal)):
     r = Rig('wam', reach.controller_config('wam', {'fallback.strategy': strategy}), q0)
     done = reach.run_goal(r.c, q0, model.frame_placements(q_goal))[0]
-    cases[f'fallback {strategy}'] = {'ran': bool(done and r.c.fallback_uses >= 1),
+    cases[f'fallback {strategy}'] = {'ran': bool(done and r.c.fallback.uses >= 1),
                                      'new': r.new()}
 
 # the classical joint steps
@@ -116,8 +116,8 @@ for method in ('ccd', 'hal'):
     goal = r.c.current_pose(ee)
     goal[:3, 3] += (0.05, -0.03, 0.02)
     r.c.set_target_matrix(ee, goal)
-    r.run(3.0, until=lambda c: c.goal_reached[0])
-    cases[method] = {'ran': bool(r.c.goal_reached[0]), 'new': r.new()}
+    r.run(3.0, until=lambda c: c.goals.reached[0])
+    cases[method] = {'ran': bool(r.c.goals.reached[0]), 'new': r.new()}
 
 # Parent's control term with its settings open (desired angles, weights, psi 4) in the
 # nullspace of a pose goal
@@ -129,8 +129,8 @@ r.run(0.05)
 goal = r.c.current_pose(ee)
 goal[:3, 3] += (0.05, -0.03, 0.02)
 r.c.set_target_matrix(ee, goal)
-r.run(3.0, until=lambda c: c.goal_reached[0])
-cases['posture term'] = {'ran': bool(r.c.goal_reached[0]), 'new': r.new()}
+r.run(3.0, until=lambda c: c.goals.reached[0])
+cases['posture term'] = {'ran': bool(r.c.goals.reached[0]), 'new': r.new()}
 
 # Welman's constraints (the tool on its horizontal plane) while a goal in that plane is
 # tracked, on SIMON with both hands and the torso
@@ -142,9 +142,9 @@ height = r.c.current_pose('right_hand')[2, 3]
 goal = r.c.current_pose('right_hand')
 goal[:3, 3] += (0.04, 0.03, 0.0)
 r.c.set_target_matrix('right_hand', goal)
-r.run(2.0, until=lambda c: c.goal_reached[0])
+r.run(2.0, until=lambda c: c.goals.reached[0])
 flat = abs(r.c.current_pose('right_hand')[2, 3] - height) < 1e-4
-cases['constraints'] = {'ran': bool(flat and r.c.goal_reached[0]), 'new': r.new()}
+cases['constraints'] = {'ran': bool(flat and r.c.goals.reached[0]), 'new': r.new()}
 print(json.dumps(cases))
 """
 

@@ -68,9 +68,9 @@ def run_goal(controller, q0, targets, timeout=TIMEOUT):
         now = k * dt
         controller.set_joint_state(names, q, now)
         command = controller.update(now)
-        if controller.goal_reached.all():
+        if controller.goals.reached.all():
             return True, now, peak_v, peak_a
-        if controller.parked.any():
+        if controller.goals.parked.any():
             return False, now, peak_v, peak_a
         if command is None:
             continue
@@ -105,7 +105,7 @@ def run_case(robot, goals, seed, overrides=None, progress=None, label=''):
             err_p, err_r = controller.tracking_errors()
             misses.append({'goal': g, 'seconds': seconds, 'position_error_m': float(max(err_p)),
                            'rotation_error_rad': float(max(err_r)),
-                           'reason': '; '.join(r for r in controller.unreachable_reason if r)
+                           'reason': '; '.join(r for r in controller.goals.unreachable_reason if r)
                            or 'timeout'})
         if progress and (g + 1) % max(1, goals // 10) == 0:
             progress(f'{robot}{label}: {g + 1}/{goals} goals, {len(times)} reached, '

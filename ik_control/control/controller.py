@@ -95,6 +95,7 @@ class ResolvedRateController(GoalInputs, Handover):
         self.solver = VelocitySolver(model, SolverConfig())
         self.obstacles = ObstacleAvoidance(model)  # its shapes: _configure_collision
         self.guard = None  # the collision checks (CollisionGuard), when enabled
+        self.collision = None  # its CollisionStage (the distances the node reports), or None
         self.events = EventQueue()  # transitions for the node to log
         n = self.nq
         self.q_cmd = np.zeros(n)
@@ -183,6 +184,7 @@ class ResolvedRateController(GoalInputs, Handover):
                 shapes.set_scene(self.obstacles.shapes.scene)
             self.obstacles.shapes = shapes
         self.guard = collision_guard.configure(self.guard, self.model, config, self.events)
+        self.collision = None if self.guard is None else self.guard.stage
         self.fallback.accept = self.guard.accept if self.guard is not None else None
         if hasattr(self, 'referee'):
             self.referee.collision = self.collision
@@ -223,7 +225,7 @@ class ResolvedRateController(GoalInputs, Handover):
         is kept. A well-formed sample the robot cannot have produced (faster than its
         joints: :class:`~ik_control.control.robot_link.PlausibilityFilter`) is refused
         too, as bad input (``BAD_INPUT``, :attr:`last_refusal`,
-        :attr:`implausible_states`), without an exception: returns False. Returns True for
+        ``robot.implausible``), without an exception: returns False. Returns True for
         a sample taken.
         """
         q = self.robot.positions(names, positions)
@@ -381,7 +383,7 @@ class ResolvedRateController(GoalInputs, Handover):
             status |= _RESEEDED
         if self.constrained is not None and not joining and self.joint_goal is None:
             self.constrained.apply(self.tick, h, task=not holding)  # Welman's constraints
-        if self.collision is not None and not joining:
+        if self.guard is not None and not joining:
             status |= self.guard.bound(now, self.tick, self.solver.ws.joint_T,
                                        self.solver.J if cartesian else None, h,
                                        self.robot.tracking_error)
@@ -459,33 +461,6 @@ class ResolvedRateController(GoalInputs, Handover):
         for i in np.flatnonzero(self.goals.parked):
             err_p[i], err_r[i] = pose_distance(self.solver.frame_T[i], self.goals.goal[i])
         return err_p, err_r
-
-    # the goals' state, as the node reports it (views of :attr:`goals`)
-    goal_reached = property(lambda self: self.goals.reached,
-                            doc='Per effector: its pose goal is reached (bool array).')
-    goal_state = property(lambda self: self.goals.state,
-                          doc='Per effector: its :class:`GoalState` (int array).')
-    parked = property(lambda self: self.goals.parked,
-                      doc='Per effector: its goal is unreachable, the closest pose held.')
-    unreachable_reason = property(lambda self: self.goals.unreachable_reason,
-                                  doc='Per effector: why its goal is unreachable (or empty).')
-    holding = property(lambda self: self.goals.holding,
-                       doc='The goals are paused by ``~/hold``.')
-    fallback_uses = property(lambda self: self.fallback.uses,
-                             doc='Position-IK fallbacks that found a solution, since start.')
-    # the link's state, as the node reports it (views of :attr:`robot`)
-    q_meas = property(lambda self: self.robot.q,
-                      doc='The latest believed measured positions (None before the first).')
-    state_stamp = property(lambda self: self.robot.stamp,
-                           doc="When the robot measured them [s] (the caller's clock).")
-    link = property(lambda self: self.robot.state,
-                    doc='The :class:`~ik_control.control.robot_link.LinkState`.')
-    implausible_states = property(lambda self: self.robot.implausible,
-                                  doc='Measured states refused as impossible motion.')
-    reseeds = property(lambda self: self.robot.reseeds,
-                       doc='Re-seeds onto the measured state, since start.')
-    collision = property(lambda self: None if self.guard is None else self.guard.stage,
-                         doc='The collision stage (CollisionStage) of :attr:`guard`, or None.')
 
     def sigma_min(self):
         """Smallest singular value of the weighted task Jacobian at the last tick (-1 unknown)."""

@@ -69,7 +69,7 @@ class CommandPublisher:
             self._array_data[:] = q
         else:
             c = controller
-            q_path, _ = c.path.sample(c.state_stamp)
-            v += VELOCITY_FEEDBACK_GAIN * (q_path - c.q_meas)
+            q_path, _ = c.path.sample(c.robot.stamp)
+            v += VELOCITY_FEEDBACK_GAIN * (q_path - c.robot.q)
             np.clip(v, -c.v_max, c.v_max, out=self._array_data)
         self.publisher.publish(self._array.payload())

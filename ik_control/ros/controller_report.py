@@ -49,7 +49,7 @@ class StatusTopics:
         if force or c.status != self._status:
             self._status = int(c.status)
             self._status_pub.publish(UInt32(data=self._status))
-        reached, state = c.goal_reached, c.goal_state
+        reached, state = c.goals.reached, c.goals.state
         seen = (reached.tobytes(), state.tobytes())
         if not force and seen == self._seen:
             return
@@ -100,15 +100,15 @@ def controller_values(c, refusals, bad_stamps):
               ('sigma_min', f'{c.sigma_min():.4g}'),
               ('refused_messages', str(refusals)),
               ('last_refusal', c.last_refusal),
-              ('reseeds', str(c.reseeds)),
+              ('reseeds', str(c.robot.reseeds)),
               ('late_ticks', str(c.late_ticks)),
               ('late_seconds', f'{c.late_time:.6g}'),
-              ('link', c.link.name),
-              ('implausible_states', str(c.implausible_states)),
+              ('link', c.robot.state.name),
+              ('implausible_states', str(c.robot.implausible)),
               ('clock_jumps_back', str(c.clock_jumps_back)),
               ('stamps_out_of_range', str(bad_stamps)),
               ('position_ik_requests', str(c.fallback.requests)),
-              ('position_ik_solutions', str(c.fallback_uses)),
+              ('position_ik_solutions', str(c.fallback.uses)),
               ('obstacles', str(c.obstacles.radii.size))]
     ws = c.solver.ws  # the last tick's placements
     clearance = c.obstacles.nearest(ws.joint_T, ws.frame_T) if c.initialized else np.inf
@@ -120,10 +120,10 @@ def controller_values(c, refusals, bad_stamps):
     for i, ee in enumerate(c.model.end_effector_names):
         values.append((f'{ee}.position_error_m', f'{err_p[i]:.6g}'))
         values.append((f'{ee}.orientation_error_rad', f'{err_r[i]:.6g}'))
-        values.append((f'{ee}.goal_reached', str(bool(c.goal_reached[i]))))
-        values.append((f'{ee}.goal', GoalState(int(c.goal_state[i])).name))
-        if c.unreachable_reason[i]:
-            values.append((f'{ee}.unreachable_because', c.unreachable_reason[i]))
+        values.append((f'{ee}.goal_reached', str(bool(c.goals.reached[i]))))
+        values.append((f'{ee}.goal', GoalState(int(c.goals.state[i])).name))
+        if c.goals.unreachable_reason[i]:
+            values.append((f'{ee}.unreachable_because', c.goals.unreachable_reason[i]))
     if c.initialized:
         values.append(('manipulability', f'{manipulability(c.solver.J):.4g}'))
     return values

@@ -297,7 +297,7 @@ class MoveToPoseServer:
     @staticmethod
     def _look(goal, c, now):
         """Return copies of what the monitor needs of controller ``c`` at ``now`` (quickly)."""
-        q_meas = None if c.q_meas is None else c.q_meas.copy()
+        q_meas = None if c.robot.q is None else c.robot.q.copy()
         if goal.controller is not c:  # cleaned up: a new controller
             return now, c.status, q_meas, Outcome.INACTIVE, 'the controller was cleaned up'
         if goal.failure is not None:  # the tick refused it (deactivated meanwhile)
