@@ -26,6 +26,7 @@ from ik_control.kinematics import RobotModel
 from ik_control.validation import InputError
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 SECURITY = 0.01  # the shipped collision.security_distance [m]
 BOX = (0.12, 0.12, 0.12)
@@ -93,7 +94,7 @@ def test_compiled_distances_of_primitives_and_hulls_are_coals(seed):
     d, pa, pb, n = np.zeros(N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3))
     left = np.zeros(N, dtype=np.int64)
     count = gjk.measure_pairs(place, *gjk.primitives(geoms), pairs, np.arange(N), N, d, pa, pb,
-                              n, np.zeros((5, 4, 3)), left)
+                              n, np.zeros((5, 4, 3)), left, gjk.NO_WARM_START)
     request, result = coal.DistanceRequest(), coal.DistanceResult()
     request.gjk_tolerance = 1e-10
     measured = hulls = 0
@@ -112,6 +113,55 @@ def test_compiled_distances_of_primitives_and_hulls_are_coals(seed):
         assert n[i] == pytest.approx((pb[i] - pa[i]) / d[i], abs=1e-9)
         assert d[i] > 0.0
     assert measured > N // 2 and hulls > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_a_warm_started_pair_along_a_motion_measures_what_a_cold_start_does(seed):
+    """
+    GJK started from each pair's last ``p_A - p_B`` gives the cold start's distances.
+
+    Forty pairs move by small random steps (a tick's motion, up to 5 mm and 0.05 rad, and
+    a few larger jumps) for 30 steps; at each, both starts agree within twice GJK's
+    tolerance, and each pair measured apart keeps its cores' ``p_A - p_B`` for the next.
+    """
+    rng = np.random.default_rng(seed)
+    N = 40
+    geoms = [_primitive(k, s, rng) for k, s in zip(rng.integers(0, 5, 2 * N),
+                                                   rng.uniform(0.02, 0.3, (2 * N, 3)))]
+    prims = gjk.primitives(geoms)
+    place = np.tile(np.eye(4), (2 * N, 1, 1))
+    for g in range(2 * N):
+        place[g, :3, :3] = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        place[g, :3, 3] = rng.uniform(-0.4, 0.4, 3)
+    pairs = np.arange(2 * N).reshape(N, 2)
+    out = [(np.zeros(N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)),
+            np.zeros(N, dtype=np.int64)) for _ in range(2)]
+    warm = np.zeros((N, 3))
+    apart = 0
+    for step in range(30):
+        big = step % 10 == 9
+        for g in range(2 * N):
+            axis = rng.normal(size=3)
+            angle = rng.uniform(0.0, 1.0 if big else 0.05)
+            place[g, :3, :3] = Rotation.from_rotvec(
+                angle * axis / np.linalg.norm(axis)).as_matrix() @ place[g, :3, :3]
+            place[g, :3, 3] += rng.uniform(-1.0, 1.0, 3) * (0.1 if big else 0.005)
+        (d_cold, *_, left_cold), (d_warm, pa, pb, _, left_warm) = out
+        n_cold = gjk.measure_pairs(place, *prims, pairs, np.arange(N), N, *out[0][:4],
+                                   np.zeros((5, 4, 3)), left_cold, gjk.NO_WARM_START)
+        n_warm = gjk.measure_pairs(place, *prims, pairs, np.arange(N), N, *out[1][:4],
+                                   np.zeros((5, 4, 3)), left_warm, warm)
+        assert sorted(left_warm[:n_warm]) == sorted(left_cold[:n_cold])
+        measured = np.setdiff1d(np.arange(N), left_cold[:n_cold])
+        np.testing.assert_allclose(d_warm[measured], d_cold[measured], rtol=0.0,
+                                   atol=2 * gjk.TOLERANCE)
+        apart += measured.size
+        for i in measured:  # the cores' difference: the witnesses less the margins
+            core = d_warm[i] + prims[2][pairs[i, 0]] + prims[2][pairs[i, 1]]
+            assert np.linalg.norm(warm[i]) == pytest.approx(core, abs=1e-9)
+            assert warm[i] @ (pa[i] - pb[i]) > 0.0
+    assert apart > 30 * N // 2
 
 
 def test_srdf_pairs_are_not_checked_and_a_bad_srdf_is_one_clear_error():

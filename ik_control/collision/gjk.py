@@ -30,8 +30,8 @@ from numba import njit
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
-__all__ = ['POINT', 'SEGMENT', 'BOX', 'CYLINDER', 'HULL', 'OTHER', 'primitive', 'primitives',
-           'measure_pairs']
+__all__ = ['POINT', 'SEGMENT', 'BOX', 'CYLINDER', 'HULL', 'OTHER', 'NO_WARM_START', 'primitive',
+           'primitives', 'measure_pairs']
 
 POINT, SEGMENT, BOX, CYLINDER, HULL, OTHER = 0, 1, 2, 3, 4, -1
 MAX_ITERATIONS = 64
@@ -41,6 +41,8 @@ SCAN_VERTICES = 32           # a hull with at most this many vertices is scanned
 
 
 _NO_POINTS = np.zeros((0, 3))
+#: :func:`measure_pairs`' ``warm`` for a caller that keeps no start per pair
+NO_WARM_START = np.zeros((0, 3))
 
 
 def primitive(geometry):
@@ -269,18 +271,23 @@ def _weights(w, size, lam, trial):
 
 
 @njit(cache=True, nogil=True)
-def _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, s, out_a, out_b):
+def _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, s, out_a, out_b,
+                   start):
     """
     Return the GJK distance [m] of the cores of shapes ``a`` and ``b``, or -1 if they touch.
 
-    The witness points go to ``out_a``/``out_b``; ``s`` is scratch, (5, 4, 3).
+    The witness points go to ``out_a``/``out_b``; ``s`` is scratch, (5, 4, 3). ``start``
+    (3,): the first search direction ``v`` (the pair's last ``p_A - p_B``), or zeros: the
+    centres' difference. Any direction gives the same distance (within ``TOLERANCE``);
+    one near the answer saves iterations.
     """
     wa, wb, w = s[0], s[1], s[2]
     lam, trial = s[3, :, 0], s[4, :, 0]
-    # start along the centres' difference
-    vx = place[a, 0, 3] - place[b, 0, 3]
-    vy = place[a, 1, 3] - place[b, 1, 3]
-    vz = place[a, 2, 3] - place[b, 2, 3]
+    vx, vy, vz = start[0], start[1], start[2]
+    if vx * vx + vy * vy + vz * vz == 0.0:  # start along the centres' difference
+        vx = place[a, 0, 3] - place[b, 0, 3]
+        vy = place[a, 1, 3] - place[b, 1, 3]
+        vz = place[a, 2, 3] - place[b, 2, 3]
     if vx * vx + vy * vy + vz * vz == 0.0:
         vx = 1.0
     size = 0
@@ -329,7 +336,7 @@ def _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, s, out
 
 @njit(cache=True, nogil=True)
 def measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs, rows, count,
-                  distance, point_a, point_b, normal, scratch, left):
+                  distance, point_a, point_b, normal, scratch, left, warm):
     """
     Measure the pairs ``pairs[rows[i]]``, ``i < count``, into row ``i`` of the outputs.
 
@@ -337,16 +344,28 @@ def measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs
     docstring); ``kind`` to ``span``: :func:`primitives`. Returns how many of them are
     left to coal (a kind it does not know, or shapes in contact); their ``i`` go to
     ``left``.
+
+    ``warm`` (one row per pair, 3), or (0, 3) for none: each pair's GJK starts from its
+    row, the cores' ``p_A - p_B`` of the last time it was measured (zeros: never, or in
+    contact then), and the row is updated. A caller that measures the same pairs tick
+    after tick (the controller's) so starts next to the answer: temporal coherence, as in
+    Gilbert & Foo 1990.
     """
     n_left = 0
+    keep = warm.shape[0] > 0
+    cold = np.zeros(3)  # no warm start: from the centres
     for i in range(count):
         a, b = pairs[rows[i], 0], pairs[rows[i], 1]
         if kind[a] < 0 or kind[b] < 0:
             left[n_left] = i
             n_left += 1
             continue
+        start = warm[rows[i]] if keep else cold
         core = _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, scratch,
-                              point_a[i], point_b[i])
+                              point_a[i], point_b[i], start)
+        if keep:
+            for r in range(3):
+                start[r] = point_a[i, r] - point_b[i, r] if core > TOUCHING else 0.0
         if core <= TOUCHING:
             left[n_left] = i
             n_left += 1

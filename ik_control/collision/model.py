@@ -168,7 +168,7 @@ def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never
         return 0
     n_left = gjk.measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs,
                                candidates, count, distance, point_a, point_b, normal, scratch,
-                               left)
+                               left, gjk.NO_WARM_START)
     meshes = 0
     for i in range(n_left):
         row = left[i]
@@ -333,6 +333,7 @@ class CollisionModel:
         self._last_d = np.full(P, -np.inf)      # near_pairs' temporal coherence: each pair's
         self._last_travel = np.zeros(P)         # last distance and the travel then
         self._never = np.full(P, -np.inf)       # (no coherence: every pair screened)
+        self._start = np.zeros((P, 3))          # and GJK's start, each pair's last p_A - p_B
         self._zeros = np.zeros(P)
         self._limit = np.zeros(P)
         self._pair_list = [tuple(p) for p in self.pairs.tolist()]
@@ -404,7 +405,8 @@ class CollisionModel:
         out_d, point_a, point_b, normal = self.distance, self.point_a, self.point_b, self.normal
         left = gjk.measure_pairs(self._place, *self._primitives, self.pairs,
                                  self._candidates, count, out_d, point_a, point_b, normal,
-                                 self._scratch, self._left)
+                                 self._scratch, self._left,
+                                 self._start if coherent else gjk.NO_WARM_START)
         if left:
             self._measure_with_coal(self._left[:left].tolist())
         self.pair_index[:count] = self._candidates[:count]
