@@ -272,18 +272,17 @@ def _weights(w, size, lam, trial):
 
 @njit(cache=True, nogil=True)
 def _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, s, out_a, out_b,
-                   start):
+                   vx, vy, vz):
     """
     Return the GJK distance [m] of the cores of shapes ``a`` and ``b``, or -1 if they touch.
 
-    The witness points go to ``out_a``/``out_b``; ``s`` is scratch, (5, 4, 3). ``start``
-    (3,): the first search direction ``v`` (the pair's last ``p_A - p_B``), or zeros: the
+    The witness points go to ``out_a``/``out_b``; ``s`` is scratch, (5, 4, 3). ``vx, vy,
+    vz``: the first search direction ``v`` (the pair's last ``p_A - p_B``), or zeros: the
     centres' difference. Any direction gives the same distance (within ``TOLERANCE``);
     one near the answer saves iterations.
     """
     wa, wb, w = s[0], s[1], s[2]
     lam, trial = s[3, :, 0], s[4, :, 0]
-    vx, vy, vz = start[0], start[1], start[2]
     if vx * vx + vy * vy + vz * vz == 0.0:  # start along the centres' difference
         vx = place[a, 0, 3] - place[b, 0, 3]
         vy = place[a, 1, 3] - place[b, 1, 3]
@@ -353,19 +352,19 @@ def measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs
     """
     n_left = 0
     keep = warm.shape[0] > 0
-    cold = np.zeros(3)  # no warm start: from the centres
     for i in range(count):
         a, b = pairs[rows[i], 0], pairs[rows[i], 1]
         if kind[a] < 0 or kind[b] < 0:
             left[n_left] = i
             n_left += 1
             continue
-        start = warm[rows[i]] if keep else cold
+        p = rows[i]
+        vx, vy, vz = (warm[p, 0], warm[p, 1], warm[p, 2]) if keep else (0.0, 0.0, 0.0)
         core = _core_distance(place, kind, dims, points, span, adj_start, adj, a, b, scratch,
-                              point_a[i], point_b[i], start)
+                              point_a[i], point_b[i], vx, vy, vz)
         if keep:
             for r in range(3):
-                start[r] = point_a[i, r] - point_b[i, r] if core > TOUCHING else 0.0
+                warm[p, r] = point_a[i, r] - point_b[i, r] if core > TOUCHING else 0.0
         if core <= TOUCHING:
             left[n_left] = i
             n_left += 1

@@ -24,7 +24,7 @@ An entry that raises does not stop the others: the exception goes to ``on_error(
 now)`` (the node refuses the input), and the drain goes on.
 """
 
-from collections import OrderedDict
+from collections import deque, OrderedDict
 import itertools
 import threading
 
@@ -56,11 +56,11 @@ class Inbox:
         """
         with self._lock:
             if key is None:
-                self._entries[('unkeyed', next(self._unkeyed))] = entry
+                self._entries[('unkeyed', next(self._unkeyed))] = (entry,)
                 return
-            chain = self._entries.pop(key, None)
+            chain = self._entries.pop(key, None)  # oldest first, the oldest dropped beyond
             if chain is None:
-                chain = _Chain()
+                chain = deque(maxlen=KEPT_PER_KEY)
             chain.append(entry)
             self._entries[key] = chain
 
@@ -81,8 +81,8 @@ class Inbox:
             return 0
         with self._lock:
             entries, self._entries = self._entries, OrderedDict()
-        for entry in entries.values():
-            for candidate in (reversed(entry) if type(entry) is _Chain else (entry,)):
+        for chain in entries.values():
+            for candidate in reversed(chain):  # the newest first
                 try:
                     candidate(now)
                 except Exception as exc:  # noqa: B902 - one bad input must not stop the tick
@@ -90,15 +90,3 @@ class Inbox:
                 else:
                     break  # the newest that ran: the older ones are overwritten by it
         return len(entries)
-
-
-class _Chain(list):
-    """The entries waiting under one key, oldest first, at most ``KEPT_PER_KEY``."""
-
-    __slots__ = ()
-
-    def append(self, entry):
-        """Add the newest entry, dropping the oldest beyond ``KEPT_PER_KEY``."""
-        super().append(entry)
-        if len(self) > KEPT_PER_KEY:
-            del self[0]
