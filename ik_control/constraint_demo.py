@@ -97,8 +97,8 @@ def run_controller(seconds=8.0, rate=1000.0, period=4.0, radius=0.1, height=0.06
 
     model = robots.robot('simon')
     q0 = robots.ready_pose('simon')
-    config = ControllerConfig(rate_hz=rate, max_acceleration=(5.0,),
-                              constraints=CONTROLLER_CONSTRAINTS, fallback_strategy='posture')
+    config = ControllerConfig(rate_hz=rate, constraints=CONTROLLER_CONSTRAINTS).updated(
+        {'limits.max_acceleration': (5.0,), 'fallback.strategy': 'posture'})
     controller = ResolvedRateController(model, config)
     palm, held = Handle(PALM), Handle(HELD)
     p0, R0 = palm.placement(model, q0)

@@ -72,9 +72,9 @@ def checks(c, model, command, previous, previous_stale, robot=None):
     over the last period) it starts there instead: continuous for the robot, not for
     the command.
     """
-    cfg = c.config
-    assert_window_within_limits(model.lower + cfg.position_margin,
-                                model.upper - cfg.position_margin, c.v_max, c.a_max, command)
+    margin = c.config.limits.position_margin
+    assert_window_within_limits(model.lower + margin, model.upper - margin, c.v_max, c.a_max,
+                                command)
     if robot is not None:
         q, v = robot[0], np.clip(robot[1], -c.v_max, c.v_max)
     elif previous is not None and not previous_stale:

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from ik_control import cli, robots
 from ik_control.bench.arms import EXAMPLE_ARMS, example_robot_urdf
 from ik_control.collision import acm
-from ik_control.control.config import ControllerConfig
+from ik_control.control.config import CollisionConfig, ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.kinematics import RobotModel
 from ik_control.kinematics.urdf_tree import CONTINUOUS_RANGE
@@ -140,7 +140,7 @@ def test_controller_reaches_a_random_reachable_goal(name):
     # the allowed-collision SRDF a user writes with `ik_control collision-matrix` (the
     # PR2's shoulder shells overlap in every pose: without it the arm could not move)
     srdf = acm.srdf_text(acm.compute(model, samples=100, pose=q0))
-    config = ControllerConfig(rate_hz=100.0, collision_srdf=srdf)
+    config = ControllerConfig(rate_hz=100.0, collision=CollisionConfig(srdf=srdf))
     controller = ResolvedRateController(model, config)
     q, t = q0.copy(), 0.0
     controller.set_joint_state(model.joint_names, q, t)

@@ -6,13 +6,13 @@ Every command window the controller issues is checked against the limits
 own measured pose; constraints are measured at every knot the robot passes.
 """
 
-from dataclasses import replace
 
 from command_checks import assert_window_within_limits
 from ik_control import cli, robots
 from ik_control.collision.model import CollisionModel
 from ik_control.control.classical_mode import ClassicalMode
-from ik_control.control.config import ControllerConfig
+from ik_control.control.config import (CollisionConfig, ControllerConfig, FallbackConfig,
+                                       GoalConfig)
 from ik_control.control.constrained_motion import constraints_from_yaml
 from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.constraints import Handle, PointOnPlane
@@ -31,8 +31,8 @@ def _loop(model, config, q, ticks, before=None, each=None):
     """Run a closed loop on an ideal robot, every command checked; return (controller, q)."""
     c = ResolvedRateController(model, config)
     dt = 1.0 / config.rate_hz
-    lo = model.lower + config.position_margin
-    hi = model.upper - config.position_margin
+    lo = model.lower + config.limits.position_margin
+    hi = model.upper - config.limits.position_margin
     t = 0.0
     c.set_joint_state(model.joint_names, q, t)
     for k in range(ticks):
@@ -69,8 +69,9 @@ def _goal_configuration(name, seed, torso_held):
 @pytest.mark.parametrize('seed', [0, 1])
 def test_ik_method_reaches_a_reachable_goal_within_the_limits(name, method, seed):
     model, q0, q_goal = _goal_configuration(name, seed, method != 'ccd')
-    config = ControllerConfig(rate_hz=RATE[name], ik_method=method, fallback_strategy='off',
-                              unreachable_time=2.0)
+    config = ControllerConfig(rate_hz=RATE[name], ik_method=method,
+                              fallback=FallbackConfig(strategy='off'),
+                              goal=GoalConfig(unreachable_time=2.0))
     goals = model.frame_placements(q_goal)
 
     def send(c, k, q):
@@ -106,8 +107,9 @@ def test_ccd_mode_moves_on_its_own_path_and_a_holding_hand_stays():
     left0 = model.frame_placements(q0)[1]
     finals = {}
     for method in ('velocity', 'ccd'):
-        config = ControllerConfig(rate_hz=1000.0, ik_method=method, fallback_strategy='off',
-                                  unreachable_time=2.0)
+        config = ControllerConfig(rate_hz=1000.0, ik_method=method,
+                                  fallback=FallbackConfig(strategy='off'),
+                                  goal=GoalConfig(unreachable_time=2.0))
         c, q = _loop(model, config, q0, 4000,
                      lambda c, k, q: k == 0 and c.set_target_matrix('right_hand', goal),
                      lambda c, k, q: c.goals.reached[0])
@@ -149,7 +151,8 @@ def test_a_constraint_is_held_at_every_knot_while_goals_are_tracked(method, seed
     rng = np.random.default_rng(seed)
     q0 = WAM.random_configurations(1, rng, margin=0.1)[0]
     config = ControllerConfig(rate_hz=500.0, ik_method=method, constraints=PLANE,
-                              fallback_strategy='posture', collision_enabled=False)
+                              fallback=FallbackConfig(strategy='posture'),
+                              collision=CollisionConfig(enabled=False))
     handle = Handle('tool', (0.0, 0.0, 0.05))
     p0 = handle.placement(WAM, q0)[0]
     plane = PointOnPlane(handle, p0, (0.3, 0.2, 1.0))
@@ -173,7 +176,7 @@ def test_a_constraint_is_held_at_every_knot_while_goals_are_tracked(method, seed
 def test_constraints_not_met_are_approached_within_the_limits_then_held():
     q0 = robots.ready_pose('simon')
     z = SIMON.pin_frame_placement(q0, 'right_hand')[2, 3] - 0.03
-    config = ControllerConfig(rate_hz=1000.0, fallback_strategy='off', constraints=(
+    config = ControllerConfig(rate_hz=1000.0, fallback=FallbackConfig('off'), constraints=(
         f'[{{type: plane, frame: right_hand, plane_point: [0, 0, {z}], normal: [0, 0, 1]}}]'))
     heights = []
     c, q = _loop(SIMON, config, q0, 2500,
@@ -186,7 +189,7 @@ def test_constraints_not_met_are_approached_within_the_limits_then_held():
 
 def test_hold_brakes_on_the_constraints():
     q0 = robots.ready_pose('simon')
-    config = ControllerConfig(rate_hz=1000.0, fallback_strategy='off', constraints=(
+    config = ControllerConfig(rate_hz=1000.0, fallback=FallbackConfig('off'), constraints=(
         '[{type: plane, frame: right_hand, normal: [0, 0, 1]}, {type: orientation, '
         'frame: right_hand}]'))
     goal = SIMON.frame_placements(q0)[0]
@@ -219,16 +222,16 @@ def test_constraint_settings_are_checked():
         constraints_from_yaml('[{type: plane')
     with pytest.raises(InputError, match='not in the robot model'):
         ResolvedRateController(WAM, ControllerConfig(
-            fallback_strategy='off', constraints='[{type: point, frame: nowhere}]'))
+            fallback=FallbackConfig('off'), constraints='[{type: point, frame: nowhere}]'))
     with pytest.raises(InputError, match='posture'):
         ResolvedRateController(WAM, ControllerConfig(
             constraints='[{type: point, frame: tool}]'))     # fallback 'joint' ignores them
-    config = ControllerConfig(fallback_strategy='posture',
+    config = ControllerConfig(fallback=FallbackConfig(strategy='posture'),
                               constraints='[{type: point, frame: tool}]')
     c = ResolvedRateController(WAM, config)
     with pytest.raises(InputError, match='posture'):        # nor later, at run time
-        c.configure(replace(config, fallback_strategy='joint'))
-    assert c.config.fallback_strategy == 'posture' and c.constrained is not None
+        c.configure(config.updated({'fallback.strategy': 'joint'}))
+    assert c.config.fallback.strategy == 'posture' and c.constrained is not None
     assert constraints_from_yaml('') == [] and constraints_from_yaml('[]') == []
 
 

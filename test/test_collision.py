@@ -20,7 +20,7 @@ from ik_control.collision.model import CollisionModel, disabled_pairs_from_srdf
 from ik_control.collision.shapes import convex_hull
 from ik_control.control import limits
 from ik_control.control.collision_stage import CollisionStage
-from ik_control.control.config import ControllerConfig
+from ik_control.control.config import CollisionConfig, ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.kinematics import RobotModel
 from ik_control.validation import InputError
@@ -34,9 +34,9 @@ BOX = (0.12, 0.12, 0.12)
 
 def _controller(name, enabled=True, srdf=True):
     config = controller_config(name)
-    config.collision_enabled = enabled
+    config.collision.enabled = enabled
     if not srdf:
-        config.collision_srdf = ''
+        config.collision.srdf = ''
     return ResolvedRateController(robots.robot(name), config)
 
 
@@ -208,7 +208,8 @@ def test_convex_meshes_measure_an_arm_of_meshes_by_hulls_that_hold_them():
     """``collision.convex_meshes``: the stage, the IK's check and eq. 19 take the hulls."""
     urdf = example_robot_urdf(EXAMPLE_ARMS['panda'][0])
     model = RobotModel.from_urdf(urdf, end_effectors=['panda_link8'])
-    controller = ResolvedRateController(model, ControllerConfig(collision_convex_meshes=True))
+    controller = ResolvedRateController(
+        model, ControllerConfig(collision=CollisionConfig(convex_meshes=True)))
     guard, meshes = controller.guard, CollisionModel(model)
     assert meshes.meshes == 9  # the links' meshes; the fingers' pads are boxes
     for cm in (guard.stage.cm, guard.check, controller.obstacles.shapes):  # SAM eq. 19's too
@@ -222,7 +223,7 @@ def test_convex_meshes_measure_an_arm_of_meshes_by_hulls_that_hold_them():
         gaps.append(mesh - hull)
     assert max(gaps) > 1e-3  # and it is the hulls that were measured
     # the same measure after a change of it: meshes again
-    controller.configure(ControllerConfig(collision_convex_meshes=False))
+    controller.configure(ControllerConfig(collision=CollisionConfig(convex_meshes=False)))
     assert not any(isinstance(g, coal.ConvexBase) for g in controller.guard.check.geometries)
     assert controller.guard.check.meshes == meshes.meshes
 
@@ -441,8 +442,7 @@ def test_a_joint_trajectory_through_the_torso_is_refused_with_the_pair_and_time(
                                         None, 0.0)
     assert controller.joint_goal is None
     # the same plan, collision off, is accepted
-    controller.configure(controller.config.__class__(
-        **{**controller.config.__dict__, 'collision_enabled': False}))
+    controller.configure(controller.config.updated({'collision.enabled': False}))
     controller.set_joint_trajectory(model.joint_names, np.linspace(0.0, 2.0, 11), path, None,
                                     0.0)
     assert controller.joint_goal is not None

@@ -275,8 +275,8 @@ def test_a_com_constraint_keeps_the_centre_of_mass_on_its_line_while_the_hand_mo
 
     rate = 200.0
     line = '[{type: line, frame: com, direction: [0, 0, 1]}]' if held else ''
-    config = ControllerConfig(rate_hz=rate, fallback_strategy='off', collision_enabled=False,
-                              constraints=line)
+    config = ControllerConfig(rate_hz=rate, constraints=line).updated(
+        {'fallback.strategy': 'off', 'collision.enabled': False})
     c = ResolvedRateController(SIMON, config)
     q = np.array(robots.ready_pose('simon'), dtype=float)
     c.set_joint_state(SIMON.joint_names, q, 0.0)

@@ -35,7 +35,7 @@ def _pinocchio_error(q, T_goal):
 @pytest.fixture(scope='module')
 def stalling_goals():
     config = reach.controller_config('wam')
-    pairs = _pairs(1, max(STALLING) + 1, config.position_margin)
+    pairs = _pairs(1, max(STALLING) + 1, config.limits.position_margin)
     return [pairs[k] for k in STALLING]
 
 
@@ -63,8 +63,8 @@ def test_stalled_goals_are_reached_through_the_position_ik_within_the_limits(
         assert controller.fallback.requests >= 1 and controller.fallback.uses >= 1
         # the robot (where the last command put it), by pinocchio: within the tolerances
         err_p, err_r = _pinocchio_error(controller.robot.q, T[0])
-        assert err_p <= controller.config.goal_position_tolerance
-        assert err_r <= controller.config.goal_orientation_tolerance
+        assert err_p <= controller.config.goal.position_tolerance
+        assert err_r <= controller.config.goal.orientation_tolerance
         assert speed <= 1.0 + 1e-9 and accel <= 1.0 + 1e-6
 
 
@@ -73,7 +73,7 @@ def _bench_goal(k, seed=0):
     config = reach.controller_config('wam')
     draw = reach._contact_free(WAM, config)
     rng = np.random.default_rng(seed)
-    lo, hi = WAM.lower + config.position_margin, WAM.upper - config.position_margin
+    lo, hi = WAM.lower + config.limits.position_margin, WAM.upper - config.limits.position_margin
     for _ in range(k + 1):
         q0, q_goal = draw(rng, lo, hi), draw(rng, lo, hi)
     return q0, q_goal
@@ -91,8 +91,8 @@ def test_the_posture_strategy_pulls_a_stalled_goal_to_reached():
     assert reached, controller.goals.unreachable_reason
     assert controller.fallback.uses >= 1 and controller.fallback.approach is None
     err_p, err_r = _pinocchio_error(controller.robot.q, T[0])
-    assert err_p <= controller.config.goal_position_tolerance
-    assert err_r <= controller.config.goal_orientation_tolerance
+    assert err_p <= controller.config.goal.position_tolerance
+    assert err_r <= controller.config.goal.orientation_tolerance
     assert speed <= 1.0 + 1e-9 and accel <= 1.0 + 1e-6
 
 
@@ -131,15 +131,15 @@ def test_a_goal_is_reached_while_joint_centering_still_moves_the_joints():
     # hand is on the goal; the hand is still, so the goal is reached (it was not: every
     # joint had to rest first, and 16 of 30 such goals timed out)
     config = reach.controller_config('wam', {'nullspace.centering_gain': 0.5})
-    q0, q_goal = _pairs(0, 2, config.position_margin)[1]
+    q0, q_goal = _pairs(0, 2, config.limits.position_margin)[1]
     controller = ResolvedRateController(WAM, config)
     T = WAM.frame_placements(q_goal)
     reached, seconds, _, _ = reach.run_goal(controller, q0, T)
     assert reached
     assert np.max(np.abs(controller.v_cmd)) > 0.01  # the nullspace motion goes on
     err_p, err_r = _pinocchio_error(controller.robot.q, T[0])
-    assert err_p <= config.goal_position_tolerance
-    assert err_r <= config.goal_orientation_tolerance
+    assert err_p <= config.goal.position_tolerance
+    assert err_r <= config.goal.orientation_tolerance
 
 
 @pytest.mark.parametrize('seed', [1, 9])

@@ -307,4 +307,4 @@ def test_a_goal_sent_during_hold_waits_for_resume():
             break
     assert c.goals.reached[0] and c.goals.state[0] == GoalState.REACHED
     hand = WAM.pin_frame_placement(robot.q, 'tool')  # the robot's own pose, by pinocchio
-    assert np.linalg.norm(hand[:3, 3] - goal[:3, 3]) <= c.config.goal_position_tolerance
+    assert np.linalg.norm(hand[:3, 3] - goal[:3, 3]) <= c.config.goal.position_tolerance

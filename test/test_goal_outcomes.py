@@ -33,7 +33,7 @@ def _tool_error(robot, T, i=0, model=WAM):
 
 
 def _defaults(c):
-    return (c.config.goal_position_tolerance, c.config.goal_orientation_tolerance)
+    return (c.config.goal.position_tolerance, c.config.goal.orientation_tolerance)
 
 
 def _started(model=WAM):
@@ -97,7 +97,7 @@ def test_a_newer_goal_for_an_effector_replaces_the_tracked_goal_and_is_followed(
     assert what[newer] in goal.reason
     if newer == 'pose':  # the newer goal is the one the robot goes to
         run.ticks(1500)
-        assert _tool_error(robot, T)[0] <= c.config.goal_position_tolerance
+        assert _tool_error(robot, T)[0] <= c.config.goal.position_tolerance
 
 
 def test_a_preempted_goal_is_replaced_and_the_arm_goes_on_to_its_target():
@@ -107,7 +107,7 @@ def test_a_preempted_goal_is_replaced_and_the_arm_goes_on_to_its_target():
     c.preempt_goal(goal, 'a newer request')
     assert goal.outcome == Outcome.REPLACED and goal.reason == 'a newer request'
     run.ticks(1500)
-    assert _tool_error(robot, T)[0] <= c.config.goal_position_tolerance
+    assert _tool_error(robot, T)[0] <= c.config.goal.position_tolerance
 
 
 def _joint_spread(run, ticks):
@@ -146,7 +146,7 @@ def test_cancel_and_time_limit_stop_the_arm_where_it_comes_to_rest_and_it_stays(
     T2 = goal_pose(WAM, robot.q, [0.0, 0.05, 0.0])  # and a later goal is followed
     c.set_target_matrix('tool', T2)
     run.ticks(1500)
-    assert _tool_error(robot, T2)[0] <= c.config.goal_position_tolerance
+    assert _tool_error(robot, T2)[0] <= c.config.goal.position_tolerance
 
 
 def test_a_cancel_stops_only_its_own_hand_and_the_others_goal_is_reached():
@@ -158,7 +158,7 @@ def test_a_cancel_stops_only_its_own_hand_and_the_others_goal_is_reached():
     run.ticks(100)
     c.cancel_goal(goal)
     run.ticks(2500)
-    assert _tool_error(robot, left, 1, SIMON)[0] <= c.config.goal_position_tolerance
+    assert _tool_error(robot, left, 1, SIMON)[0] <= c.config.goal.position_tolerance
     assert _tool_error(robot, right, 0, SIMON)[0] > 0.01
     assert c.goals.state[1] == GoalState.REACHED
 

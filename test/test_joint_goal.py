@@ -81,10 +81,10 @@ def _closed_loop(controller, q, ticks, dt, start=0.0, each=None):
 
 def test_the_controller_follows_a_plan_within_its_limits_and_holds_its_end():
     from command_checks import assert_window_within_limits
-    from ik_control.control.config import ControllerConfig
+    from ik_control.control.config import ControllerConfig, LimitsConfig
     from ik_control.control.controller import ResolvedRateController
 
-    config = ControllerConfig(rate_hz=500.0, max_acceleration=(5.0,))
+    config = ControllerConfig(rate_hz=500.0, limits=LimitsConfig(max_acceleration=(5.0,)))
     c = ResolvedRateController(WAM, config)
     q0 = robots.ready_pose('wam')
     c.set_joint_state(WAM.joint_names, q0, 0.0)
@@ -93,7 +93,7 @@ def test_the_controller_follows_a_plan_within_its_limits_and_holds_its_end():
                      WAM.upper - 0.1)
     times = np.array([0.5, 1.5])
     c.set_joint_trajectory(WAM.joint_names, times, np.vstack([q0, target]), None, start=0.0)
-    lo, hi = WAM.lower + config.position_margin, WAM.upper - config.position_margin
+    lo, hi = WAM.lower + config.limits.position_margin, WAM.upper - config.limits.position_margin
     for now, command in _closed_loop(c, q0, 1500, 0.002):
         assert_window_within_limits(lo, hi, c.v_max, c.a_max, command)
         if c.joint_goal is None:
@@ -192,10 +192,10 @@ def test_a_starved_loop_follows_the_plans_path_and_ends_late():
     with ``slow_down`` not called) and the plan ends late, within every limit.
     """
     from command_checks import assert_window_within_limits
-    from ik_control.control.config import ControllerConfig
+    from ik_control.control.config import ControllerConfig, LimitsConfig
     from ik_control.control.controller import ResolvedRateController
 
-    config = ControllerConfig(rate_hz=500.0, max_acceleration=(5.0,))
+    config = ControllerConfig(rate_hz=500.0, limits=LimitsConfig(max_acceleration=(5.0,)))
     c = ResolvedRateController(WAM, config)
     q0 = robots.ready_pose('wam') + np.array([0.0, -0.3, 0.0, -0.4, 0.0, -0.5, 0.0])
     times, q, v = _curved_plan(q0)
@@ -205,7 +205,7 @@ def test_a_starved_loop_follows_the_plans_path_and_ends_late():
     c.set_joint_state(WAM.joint_names, q0, 0.0)
     command = c.update(0.0)
     c.set_joint_trajectory(WAM.joint_names, times, q, v, start=0.0)
-    lo, hi = WAM.lower + config.position_margin, WAM.upper - config.position_margin
+    lo, hi = WAM.lower + config.limits.position_margin, WAM.upper - config.limits.position_margin
     now, worst = 0.0, 0.0
     for k in range(1, 20000):
         gap = c.dt + (0.016 if k % 10 == 0 else 0.0)

@@ -4,7 +4,7 @@ from command_checks import assert_window_within_limits
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
 from ik_control.control import limits
-from ik_control.control.config import ControllerConfig
+from ik_control.control.config import ControllerConfig, FallbackConfig, LimitsConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.solver import METHODS, SolverConfig
 import numpy as np
@@ -84,9 +84,9 @@ def _random_targets(model, rng, count):
 
 
 def _check_commands(model, config, commands):
-    v_max = model.velocity_limit * config.velocity_scale
-    lo = model.lower + config.position_margin
-    hi = model.upper - config.position_margin
+    v_max = model.velocity_limit * config.limits.velocity_scale
+    lo = model.lower + config.limits.position_margin
+    hi = model.upper - config.limits.position_margin
     count = 0
     for controller, command in commands:
         assert_window_within_limits(lo, hi, v_max, controller.a_max, command)
@@ -101,8 +101,9 @@ def _check_commands(model, config, commands):
 def test_closed_loop_commands_stay_within_limits(seed, method, rate, margin, v_scale, accel,
                                                  gain):
     rng = np.random.default_rng(seed)
-    config = ControllerConfig(rate_hz=rate, gain=min(gain, rate), position_margin=margin,
-                              velocity_scale=v_scale, max_acceleration=(accel,),
+    config = ControllerConfig(rate_hz=rate, gain=min(gain, rate), limits=LimitsConfig(
+                                  position_margin=margin, velocity_scale=v_scale,
+                                  max_acceleration=(accel,)),
                               solver=SolverConfig(method=method, max_joint_step=0.0,
                                                   centering_gain=float(rng.uniform(0, 5.0))))
     q0 = WAM.random_configurations(1, rng, margin=0.1)[0]
@@ -142,7 +143,7 @@ def test_a_reachable_goal_is_approached(seed):
     50x too slow). test_fallback.py tests it.
     """
     rng = np.random.default_rng(seed)
-    config = ControllerConfig(rate_hz=500.0, fallback_strategy='off')
+    config = ControllerConfig(rate_hz=500.0, fallback=FallbackConfig(strategy='off'))
     w = config.solver.orientation_weight
     q0 = WAM.random_configurations(1, rng, margin=0.15)[0]
     goal_q = np.clip(q0 + rng.normal(0, 0.3, WAM.nq), WAM.lower + 0.15, WAM.upper - 0.15)

@@ -120,11 +120,11 @@ def test_a_profiles_priorities_weight_the_obstacle_avoidance_while_it_plays():
         c.update(now)
         gains.append(c.obstacles.gain)
         t = now + c.lead
-        expected.append(c.config.obstacle_gain * (
+        expected.append(c.config.obstacles.gain * (
             motion.weights(t).get('secondary', 1.0) if t < profile.duration else 1.0))
     np.testing.assert_allclose(gains, expected, rtol=0, atol=1e-12)
-    assert np.ptp(gains) > 0.5 * c.config.obstacle_gain  # the weights do vary
-    assert gains[-1] == c.config.obstacle_gain
+    assert np.ptp(gains) > 0.5 * c.config.obstacles.gain  # the weights do vary
+    assert gains[-1] == c.config.obstacles.gain
 
 
 class _WeightedLine:

@@ -69,8 +69,26 @@ def test_the_row_gives_the_nodes_default_description_range_and_run_time(name):
 #: configuration fields no parameter sets: the node's own unreachable rule, the solver's
 #: per-update gain (solver.gain is the controller's rate K), and the solver's settings
 #: that only the benchmarks and the command line reach
-NOT_PARAMETERS = {'unreachable_time', 'solver', 'solver.gain', 'solver.pinv_threshold',
+NOT_PARAMETERS = {'goal.unreachable_time', 'solver.gain', 'solver.pinv_threshold',
                   'solver.sdls_gamma_max', 'solver.max_joint_step'}
+#: the parameters whose name is not their field's (control/config.py says why)
+RENAMED = {'solver.gain': 'gain', 'collision.srdf_path': 'collision.srdf',
+           **{f'nullspace.{n}': f'solver.{n}' for n in (
+               'centering_gain', 'posture_target', 'posture_weights', 'posture_exponent',
+               'manipulability_gain')}}
+
+
+def _setting_names():
+    """Every leaf of the configuration, by its dotted name (``limits.position_margin``)."""
+    from dataclasses import fields
+
+    from ik_control.control.config import ControllerConfig, GROUPS
+
+    config = ControllerConfig()
+    names = {f.name for f in fields(config) if f.name not in GROUPS}
+    for group in GROUPS:
+        names |= {f'{group}.{f.name}' for f in fields(getattr(config, group))}
+    return names
 
 
 def _other_value(param):
@@ -87,16 +105,9 @@ def _other_value(param):
 
 def test_each_setting_is_one_parameter_whose_value_reaches_its_field():
     """Every configuration field is one parameter's (or named here); its value lands there."""
-    from dataclasses import fields
-
-    from ik_control.control.config import ControllerConfig
-    from ik_control.ik.solver import SolverConfig
-
     declared = [p.field for p in node.PARAMETERS.values() if p.field]
     assert len(declared) == len(set(declared))
-    known = ({f.name for f in fields(ControllerConfig)}
-             | {f'solver.{f.name}' for f in fields(SolverConfig)})
-    assert set(declared) | NOT_PARAMETERS == known
+    assert set(declared) | NOT_PARAMETERS == _setting_names()
     defaults = {name: ([] if p.default.__class__.__name__ == 'Type' else p.default)
                 for name, p in node.PARAMETERS.items()}
     for name, param in node.PARAMETERS.items():
@@ -104,7 +115,15 @@ def test_each_setting_is_one_parameter_whose_value_reaches_its_field():
             continue
         values = dict(defaults, **{name: _other_value(param)})
         config = node.controller_config(values)
-        where = config.solver if param.field.startswith('solver.') else config
-        got = getattr(where, param.field.split('.')[-1])
+        group, _, leaf = param.field.rpartition('.')
+        got = getattr(getattr(config, group) if group else config, leaf)
         want = values[name]
         assert got == (tuple(want) if isinstance(want, list) else want), name
+
+
+def test_the_configuration_is_nested_as_the_parameters_are_named():
+    """``limits.position_margin`` sets ``config.limits.position_margin``; three differ."""
+    for name, param in node.PARAMETERS.items():
+        if param.field is not None:
+            assert param.field == RENAMED.get(name, name), name
+    assert set(RENAMED) <= set(node.PARAMETERS)

@@ -20,7 +20,7 @@ import time
 from command_checks import assert_window_within_limits
 from hypothesis import given, HealthCheck, settings, strategies as st
 from ik_control import robots
-from ik_control.control.config import ControllerConfig
+from ik_control.control.config import ControllerConfig, LimitsConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.control.robot_link import CONFIRM_SAMPLES
 from ik_control.control.status import Status
@@ -175,8 +175,8 @@ def _apply(controller, op, kind, model, robot, rng, now):
 
 def _assert_command_within_limits(model, controller, command):
     cfg = controller.config
-    assert_window_within_limits(model.lower + cfg.position_margin,
-                                model.upper - cfg.position_margin, controller.v_max,
+    assert_window_within_limits(model.lower + cfg.limits.position_margin,
+                                model.upper - cfg.limits.position_margin, controller.v_max,
                                 controller.a_max, command)
 
 
@@ -237,7 +237,9 @@ def _twin_run(model, config, operations, seed):
        st.sampled_from(['dls', 'sdls', 'pseudoinverse', 'transpose']),
        st.sampled_from([250.0, 500.0, 1000.0]), st.floats(0.0, 0.1), st.floats(1.0, 40.0))
 def test_bad_inputs_never_change_a_command_wam(operations, seed, method, rate, margin, accel):
-    config = ControllerConfig(rate_hz=rate, position_margin=margin, max_acceleration=(accel,),
+    config = ControllerConfig(rate_hz=rate,
+                              limits=LimitsConfig(position_margin=margin,
+                                                  max_acceleration=(accel,)),
                               solver=SolverConfig(method=method, max_joint_step=0.0,
                                                   clamp_error=0.1, clamp_error_rotation=0.5))
     _twin_run(WAM, config, operations + [('tick', 20)], seed)
@@ -338,7 +340,7 @@ def test_after_stale_states_the_controller_resumes_from_the_measured_state(offse
         command = controller.update(j * dt)
         if command is not None:
             break
-    a = config.max_acceleration[0]
+    a = config.limits.max_acceleration[0]
     q_next, v_next = command.at(dt)
     np.testing.assert_allclose(q_next, back, atol=a * dt * dt + 1e-12)
     assert np.max(np.abs(v_next)) <= a * dt + 1e-12
@@ -347,19 +349,17 @@ def test_after_stale_states_the_controller_resumes_from_the_measured_state(offse
 BAD_CONFIGS = {
     'gain above rate': {'gain': 600.0, 'rate_hz': 500.0},
     'negative timeout': {'joint_state_timeout': -1.0},
-    'nan velocity scale': {'velocity_scale': float('nan')},
-    'max_velocity above the URDF': {'max_velocity': (10.0,)},
-    'max_velocity wrong length': {'max_velocity': (1.0, 1.0)},
-    'negative acceleration': {'max_acceleration': (-1.0,)},
-    'infinite acceleration': {'max_acceleration': (math.inf,)},
-    'negative margin': {'position_margin': -0.1},
+    'nan velocity scale': {'limits.velocity_scale': float('nan')},
+    'max_velocity above the URDF': {'limits.max_velocity': (10.0,)},
+    'max_velocity wrong length': {'limits.max_velocity': (1.0, 1.0)},
+    'negative acceleration': {'limits.max_acceleration': (-1.0,)},
+    'infinite acceleration': {'limits.max_acceleration': (math.inf,)},
+    'negative margin': {'limits.position_margin': -0.1},
 }
 
 
 @pytest.mark.parametrize('name', sorted(BAD_CONFIGS))
 def test_an_invalid_configuration_is_refused_without_side_effects(name):
-    from dataclasses import replace
-
     good = ControllerConfig(rate_hz=500.0)
     dirty, clean = (ResolvedRateController(WAM, good) for _ in range(2))
     q = robots.ready_pose('wam')
@@ -371,7 +371,7 @@ def test_an_invalid_configuration_is_refused_without_side_effects(name):
         now = k / good.rate_hz
         if k == 50:
             with pytest.raises(InputError):
-                dirty.configure(replace(good, **BAD_CONFIGS[name]))
+                dirty.configure(good.updated(BAD_CONFIGS[name]))
         a, b = dirty.update(now), clean.update(now)
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)

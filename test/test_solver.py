@@ -8,7 +8,7 @@ import sys
 from hypothesis import given, settings, strategies as st
 from ik_control import robots
 from ik_control.bench import buss
-from ik_control.control.config import ControllerConfig
+from ik_control.control.config import CollisionConfig, ControllerConfig, FallbackConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.position_ik import PositionIk
 from ik_control.ik.solver import METHODS, SolverConfig, VelocitySolver
@@ -80,8 +80,9 @@ def test_adaptive_clamp_resets_only_the_effector_whose_target_jumped():
 
 def test_a_new_goal_for_one_hand_leaves_the_other_hands_adaptive_bound_alone():
     # the controller's side of Buss's per-effector D_max,i: a pose goal resets only its own
-    config = ControllerConfig(rate_hz=1000.0, fallback_strategy='off', collision_enabled=False,
-                              solver=SolverConfig(clamp_error=0.02, adaptive_clamp=True))
+    config = ControllerConfig(rate_hz=1000.0, solver=SolverConfig(
+        clamp_error=0.02, adaptive_clamp=True)).updated(
+            {'fallback.strategy': 'off', 'collision.enabled': False})
     c = ResolvedRateController(SIMON, config)
     q = np.array(robots.ready_pose('simon'))
     T = SIMON.frame_placements(q)
@@ -344,7 +345,8 @@ def _posture_run(target, weights=(), psi=2.0, ticks=3000):
 
     wam = robots.robot('wam')
     base = ControllerConfig()
-    config = ControllerConfig(rate_hz=500.0, fallback_strategy='off', collision_enabled=False,
+    config = ControllerConfig(rate_hz=500.0, fallback=FallbackConfig(strategy='off'),
+                              collision=CollisionConfig(enabled=False),
                               solver=replace(base.solver, centering_gain=2.0,
                                              posture_target=tuple(target),
                                              posture_weights=tuple(weights),
@@ -394,7 +396,7 @@ def test_posture_settings_of_the_wrong_length_or_outside_the_limits_are_refused(
 
     c = ResolvedRateController(wam, ControllerConfig())
     before = (c.config, c.ik_mode, c.constrained, c.solver.P.copy())
-    bad = ControllerConfig(ik_method='ccd', fallback_strategy='off',
+    bad = ControllerConfig(ik_method='ccd', fallback=FallbackConfig(strategy='off'),
                            solver=replace(ControllerConfig().solver, posture_target=(0.0,)))
     with pytest.raises(InputError, match='7 values'):
         c.configure(bad)

@@ -25,7 +25,7 @@ import numpy as np
 from numba.core.registry import CPUDispatcher
 from ik_control import robots
 from ik_control.bench import reach
-from ik_control.control.config import ControllerConfig
+from ik_control.control.config import ControllerConfig, FallbackConfig, GoalConfig
 from ik_control.control.controller import ResolvedRateController
 
 
@@ -69,7 +69,8 @@ class Rig:
 cases = {}
 # every input of the pose law: a goal reached and confirmed, a twist, an obstacle, a joint
 # trajectory, hold and resume, an unreachable goal parked
-r = Rig('wam', ControllerConfig(fallback_strategy='off', unreachable_time=0.3))
+r = Rig('wam', ControllerConfig(fallback=FallbackConfig(strategy='off'),
+                                goal=GoalConfig(unreachable_time=0.3)))
 c, ee = r.c, r.model.end_effector_names[0]
 r.run(0.05)
 goal = c.current_pose(ee)
@@ -97,7 +98,7 @@ cases['inputs'] = {'ran': reached and bool(c.goals.parked[0]), 'new': r.new()}
 # test_fallback's draw; goal 72 of `bench reach --robot wam`)
 model = robots.robot('wam')
 config = reach.controller_config('wam')
-lo, hi = model.lower + config.position_margin, model.upper - config.position_margin
+lo, hi = model.lower + config.limits.position_margin, model.upper - config.limits.position_margin
 rng = np.random.default_rng(1)
 stall = [(rng.uniform(lo, hi), rng.uniform(lo, hi)) for _ in range(9)][8]
 draw, rng = reach._contact_free(model, config), np.random.default_rng(0)

@@ -19,7 +19,6 @@ velocities), the status bits of every tick and every event::
 old checkout's code with ``PYTHONPATH=<old checkout>`` (a ``git worktree``).
 """
 
-from dataclasses import replace
 import sys
 
 import numpy as np
@@ -27,9 +26,9 @@ import numpy as np
 VARIANTS = {
     'wam': ('wam', {}),
     'simon': ('simon', {}),
-    'wam_ccd': ('wam', {'ik_method': 'ccd', 'fallback_strategy': 'off'}),
-    'wam_hal': ('wam', {'ik_method': 'hal', 'fallback_strategy': 'off'}),
-    'simon_plane': ('simon', {'fallback_strategy': 'posture', 'constraints': (
+    'wam_ccd': ('wam', {'ik_method': 'ccd', 'fallback.strategy': 'off'}),
+    'wam_hal': ('wam', {'ik_method': 'hal', 'fallback.strategy': 'off'}),
+    'simon_plane': ('simon', {'fallback.strategy': 'posture', 'constraints': (
         '[{type: plane, frame: right_hand, normal: [0, 0, 1]}]')}),
 }
 TICKS = 6000
@@ -42,7 +41,7 @@ def run(robot, overrides):
     from ik_control.control.controller import ResolvedRateController
 
     model = robots.robot(robot)
-    config = replace(controller_config(robot), **overrides)
+    config = controller_config(robot).updated(overrides)
     c = ResolvedRateController(model, config)
     rng = np.random.default_rng(3)
     q = np.array(robots.ready_pose(robot), dtype=float)

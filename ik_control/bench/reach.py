@@ -87,8 +87,8 @@ def run_case(robot, goals, seed, overrides=None, progress=None, label=''):
     config = controller_config(robot, overrides)
     model = robots.robot(robot)
     rng = np.random.default_rng(seed)
-    lo = model.lower + config.position_margin
-    hi = model.upper - config.position_margin
+    lo = model.lower + config.limits.position_margin
+    hi = model.upper - config.limits.position_margin
     free = _contact_free(model, config)
     times, misses = [], []
     fallbacks = peak_v = peak_a = 0.0
@@ -113,8 +113,8 @@ def run_case(robot, goals, seed, overrides=None, progress=None, label=''):
                      f'{peak_a:.3f}, {time.perf_counter() - wall:.0f} s')
     t = np.array(times) if times else np.array([np.nan])
     return {'robot': robot, 'overrides': overrides or {}, 'goals': goals, 'seed': seed,
-            'rate_hz': config.rate_hz, 'fallback_strategy': config.fallback_strategy,
-            'collision_enabled': bool(config.collision_enabled),
+            'rate_hz': config.rate_hz, 'fallback_strategy': config.fallback.strategy,
+            'collision_enabled': bool(config.collision.enabled),
             'collision_misses': sum(m['reason'].startswith('COLLISION') for m in misses),
             'reached': len(times), 'reached_percent': 100.0 * len(times) / goals,
             'seconds_median': float(np.median(t)), 'seconds_p95': float(np.percentile(t, 95)),
@@ -125,16 +125,16 @@ def run_case(robot, goals, seed, overrides=None, progress=None, label=''):
 
 def _contact_free(model, config):
     """Return ``draw(rng, lo, hi)``: a uniform configuration, free of contact if checked."""
-    if not config.collision_enabled:
+    if not config.collision.enabled:
         return lambda rng, lo, hi: rng.uniform(lo, hi)
     from ik_control.collision.model import CollisionModel
 
-    cm = CollisionModel(model, srdf=config.collision_srdf or None)
+    cm = CollisionModel(model, srdf=config.collision.srdf or None)
 
     def draw(rng, lo, hi):
         while True:
             q = rng.uniform(lo, hi)
-            if cm.distances(q, within=config.collision_security_distance)[0].size == 0:
+            if cm.distances(q, within=config.collision.security_distance)[0].size == 0:
                 return q
     return draw
 

@@ -35,13 +35,14 @@ def simon_limits(model):
     from ik_control.launch_util import node_parameters
 
     config = controller_config('simon')
-    v_max = (np.broadcast_to(np.array(config.max_velocity, dtype=float), (model.nq,)).copy()
-             if config.max_velocity else model.velocity_limit * config.velocity_scale)
-    a_max = np.broadcast_to(np.array(config.max_acceleration, dtype=float), (model.nq,))
+    lim = config.limits
+    v_max = (np.broadcast_to(np.array(lim.max_velocity, dtype=float), (model.nq,)).copy()
+             if lim.max_velocity else model.velocity_limit * lim.velocity_scale)
+    a_max = np.broadcast_to(np.array(lim.max_acceleration, dtype=float), (model.nq,))
     robot = node_parameters(os.path.join(robots.share_directory(), 'config', 'simon.yaml'),
                             'sim_robot')
     robot_a = np.broadcast_to(np.array(robot['max_acceleration'], dtype=float), (model.nq,))
-    return Limits(config.gain, config.position_margin, v_max, a_max.copy(),
+    return Limits(config.gain, config.limits.position_margin, v_max, a_max.copy(),
                   model.velocity_limit.copy(), robot_a.copy())
 
 

@@ -69,7 +69,7 @@ class CartesianStage:
 
     def configure(self, config):
         """Take the position margin: a joint beyond ``limit - margin - BOUND_BAND`` is at it."""
-        band = config.position_margin + BOUND_BAND
+        band = config.limits.position_margin + BOUND_BAND
         self._bound_lo = self.model.lower + band
         self._bound_hi = self.model.upper - band
 
@@ -85,7 +85,7 @@ class CartesianStage:
         timed_out, secondary = self.goals.aim(
             now, dt, cfg.gain, cfg.twist_timeout, 2.0 * max(cfg.solver.clamp_error, 1e-3),
             self.solver.frame_T, lead, self.targets)
-        self.obstacles.gain = cfg.obstacle_gain * secondary
+        self.obstacles.gain = cfg.obstacles.gain * secondary
         return _TWIST_TIMEOUT if timed_out else _NONE
 
     def solve_within_bounds(self, q):
@@ -120,7 +120,7 @@ class CartesianStage:
         cfg, solver, fallback = tick.config, self.solver, self.fallback
         status = self.aim(now, tick, lead)
         if fallback.pending:
-            self.referee.poll(now, cfg.fallback_strategy)
+            self.referee.poll(now, cfg.fallback.strategy)
         dq = self.solve_within_bounds(tick.q)
         if ik_mode is not None:  # ik_method ccd, hal or analytic: its joint step
             dq = ik_mode.joint_step(tick, dq)

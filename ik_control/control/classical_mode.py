@@ -150,9 +150,9 @@ class ClassicalMode:
             self._alpha_targets = targets.copy()
         cfg = tick.config
         result = self.ccd.solve(q, targets, max_iterations=self.sweeps,
-                                tolerance=CCD_TOLERANCE_FRACTION * cfg.goal_position_tolerance,
+                                tolerance=CCD_TOLERANCE_FRACTION * cfg.goal.position_tolerance,
                                 rotation_tolerance=CCD_TOLERANCE_FRACTION
-                                * cfg.goal_orientation_tolerance,
+                                * cfg.goal.orientation_tolerance,
                                 max_joint_step=tick.v_max / cfg.gain, alpha=self._alpha)
         return result.q - q
 
@@ -175,9 +175,9 @@ class ClassicalMode:
             self._goal_targets[e] = T
             here = tick.frame_T[e]
             pose = bool(self.model.task_is_pose[e])
-            if (np.linalg.norm(here[:3, 3] - T[:3, 3]) <= cfg.goal_position_tolerance
+            if (np.linalg.norm(here[:3, 3] - T[:3, 3]) <= cfg.goal.position_tolerance
                     and (not pose or _angle(here[:3, :3], T[:3, :3])
-                         <= cfg.goal_orientation_tolerance)):
+                         <= cfg.goal.orientation_tolerance)):
                 goal[arm] = q[arm]              # there already: no other elbow, no motion
                 continue
             if self.two_link is not None:

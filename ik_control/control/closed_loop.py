@@ -20,14 +20,17 @@ from ik_control.ik.solver import SolverConfig
 import numpy as np
 
 
-def tracking_config(rate_hz, **overrides):
-    """Return the ControllerConfig of SAM eq. 20 at ``rate_hz`` [Hz] (module docstring)."""
+def tracking_config(rate_hz, overrides=None):
+    """
+    Return the ControllerConfig of SAM eq. 20 at ``rate_hz`` [Hz] (module docstring).
+
+    ``overrides``: ``{dotted field name: value}`` (:meth:`ControllerConfig.updated`).
+    """
     solver = SolverConfig(error_mode='axis_cross', clamp_error=0.0, clamp_error_rotation=0.0,
                           max_joint_step=0.0)
-    settings = {'rate_hz': rate_hz, 'gain': rate_hz, 'max_expected_latency': 1.0 / rate_hz,
-                'solver': solver}
-    settings.update(overrides)
-    return ControllerConfig(**settings)
+    config = ControllerConfig(rate_hz=rate_hz, gain=rate_hz, max_expected_latency=1.0 / rate_hz,
+                              solver=solver)
+    return config.updated(overrides or {})
 
 
 @dataclass

@@ -23,21 +23,21 @@ def configure(old, model, config, events):
     """
     Return the guard for ``config`` (``old`` re-parameterised where it fits), or None.
 
-    None where ``collision_enabled`` is off or the model has no URDF (a DH robot). A new
+    None where ``collision.enabled`` is off or the model has no URDF (a DH robot). A new
     SRDF or mesh measure builds a new guard, which keeps ``old``'s scene.
     """
-    if not config.collision_enabled or getattr(model, 'urdf_xml', None) is None:
+    if not config.collision.enabled or getattr(model, 'urdf_xml', None) is None:
         return None
     guard = old
-    convex = config.collision_convex_meshes
-    if old is None or old.srdf != config.collision_srdf or old.convex != convex:
-        guard = CollisionGuard(model, config.collision_srdf, events, convex)
+    convex = config.collision.convex_meshes
+    if old is None or old.srdf != config.collision.srdf or old.convex != convex:
+        guard = CollisionGuard(model, config.collision.srdf, events, convex)
         guard.set_scene(old.stage.cm.scene if old is not None else [])
         guard.limited_since = old.limited_since if old is not None else None
     stage = guard.stage
-    stage.security = config.collision_security_distance
-    stage.influence = config.collision_influence_distance
-    stage.gain = config.collision_gain
+    stage.security = config.collision.security_distance
+    stage.influence = config.collision.influence_distance
+    stage.gain = config.collision.gain
     return guard
 
 
@@ -92,7 +92,7 @@ class CollisionGuard:
         model = self.stage.model
         flags = self.stage.constrain(joint_T, J, tick.q, tick.v_prev, tick.v_des, tick.v_max,
                                      tick.a_max, model.lower, model.upper,
-                                     tick.config.position_margin, h, tracking_error)
+                                     tick.config.limits.position_margin, h, tracking_error)
         status = _NONE
         if flags & collision_stage.NEAR:
             status |= _COLLISION_NEAR
@@ -126,7 +126,7 @@ class CollisionGuard:
 
         MoveIt's "Default" rule at run time (contact: nearer than the security distance,
         as :mod:`~ik_control.collision.acm` counts it): shells that overlap where the robot
-        starts would otherwise stop every motion. An SRDF (``collision_srdf``) decides
+        starts would otherwise stop every motion. An SRDF (``collision.srdf``) decides
         instead: then this does nothing.
         """
         if not self.allow_start:

@@ -51,14 +51,14 @@ class CommitStage:
         """
         cfg, model = tick.config, self.model
         flags = limits_mod.limit_velocity(tick.q, tick.v_prev, tick.v_des, model.lower,
-                                          model.upper, cfg.position_margin, tick.v_max,
+                                          model.upper, cfg.limits.position_margin, tick.v_max,
                                           tick.a_max, h, self.v)
         status = _NONE
         at_bound = bool(flags & _AT_BOUND)
         if at_bound:
             status |= _JOINT_BOUND
             if not self.at_bound:
-                self._note_bound(tick.q, cfg.position_margin)
+                self._note_bound(tick.q, cfg.limits.position_margin)
         self.at_bound = at_bound
         if flags & limits_mod.VELOCITY_SCALED:
             status |= _VELOCITY_LIMITED
@@ -67,7 +67,7 @@ class CommitStage:
         limits_mod.integrate(tick.q, tick.v_prev, self.v, h, self._q_next)
         tick.q[:] = self._q_next
         tick.v_prev[:] = self.v
-        path.append(knot_time, tick.q, tick.v_prev, tick.a_max, cfg.position_margin)
+        path.append(knot_time, tick.q, tick.v_prev, tick.a_max, cfg.limits.position_margin)
         return status
 
     def _note_bound(self, q, margin):

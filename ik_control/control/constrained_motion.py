@@ -63,7 +63,7 @@ CentreOfMass`: kept over its support by a vertical line, say), for the point typ
 ``plane_point``, ``line_point``, ``target`` and ``quaternion`` are in the base frame; left
 out, they are where the handle is when the constraints take effect (the first tick
 after they were set), so ``normal: [0, 0, 1]`` alone keeps the palm on the horizontal
-plane it is on. The joint-space approach of the position-IK fallback (``fallback_strategy:
+plane it is on. The joint-space approach of the position-IK fallback (``fallback.strategy:
 joint``) does not know the constraints: with constraints, use ``posture`` or ``off``.
 """
 
@@ -199,8 +199,8 @@ def build(old, model, config):
     """Return the :class:`ConstrainedMotion` of ``config.constraints`` (``old`` if same)."""
     source = config.constraints
     if (source.strip() if isinstance(source, str) else len(source)) and (
-            config.fallback_strategy == 'joint'):
-        raise InputError("constraints need fallback_strategy 'posture' or 'off': the joint-"
+            config.fallback.strategy == 'joint'):
+        raise InputError("constraints need fallback.strategy 'posture' or 'off': the joint-"
                          'space approach to a position-IK solution ignores them')
     if isinstance(source, str):
         if old is not None and isinstance(old.source, str) and old.source == source:
@@ -308,8 +308,9 @@ class ConstrainedMotion:
         """
         m = self.model
         lo, hi = np.empty(m.nq), np.empty(m.nq)
-        limits_mod.velocity_box(tick.q, tick.v_prev, m.lower, m.upper, tick.config.position_margin,
-                                tick.v_max, tick.a_max, h, lo, hi)
+        limits_mod.velocity_box(tick.q, tick.v_prev, m.lower, m.upper,
+                                tick.config.limits.position_margin, tick.v_max, tick.a_max, h,
+                                lo, hi)
         shrink = BOUND_SHRINK * tick.a_max * h
         hi, lo = hi - shrink, lo + shrink
         bad = lo > hi                    # no room: the limiter's own choice decides
@@ -320,7 +321,7 @@ class ConstrainedMotion:
         """Whether the controller's limiter would change ``v`` (its output in ``_check``)."""
         m = self.model
         limits_mod.limit_velocity(tick.q, tick.v_prev, v, m.lower, m.upper,
-                                  tick.config.position_margin, tick.v_max, tick.a_max, h,
+                                  tick.config.limits.position_margin, tick.v_max, tick.a_max, h,
                                   self._check)
         return bool(np.any(np.abs(self._check - v) > _SAME * (1.0 + np.abs(v))))
 

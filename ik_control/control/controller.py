@@ -115,7 +115,7 @@ class ResolvedRateController(GoalInputs, Handover):
         self.robot = RobotLink(model, self.events)
         self.referee = GoalReferee(model, self.goals, self.fallback, self.solver, self.events)
         self.referee.collision = self.collision
-        self.referee.unreachable_time = self.config.unreachable_time
+        self.referee.unreachable_time = self.config.goal.unreachable_time
         self.cartesian = CartesianStage(model, self.solver, self.goals, self.fallback,
                                         self.referee, self.obstacles)
         self.cartesian.configure(self.config)
@@ -148,22 +148,22 @@ class ResolvedRateController(GoalInputs, Handover):
         constrained = constrained_motion.build(getattr(self, 'constrained', None), model, config)
         self.solver.configure(solver_config)  # the last check: on error nothing changes
         self.ik_mode, self.constrained = ik_mode, constrained
-        self.obstacles.influence = config.obstacle_influence
-        self.obstacles.gain = config.obstacle_gain
-        self.obstacles.link_radius = config.link_radius
+        self.obstacles.influence = config.obstacles.influence_distance
+        self.obstacles.gain = config.obstacles.gain
+        self.obstacles.link_radius = config.obstacles.link_radius
         self.v_max, self.a_max = v_max, a_max
         self.dt = 1.0 / config.rate_hz
         self.lead = max(config.max_expected_latency, self.dt)
-        tolerances = (config.position_margin, config.goal_position_tolerance,
-                      config.goal_orientation_tolerance)
+        tolerances = (config.limits.position_margin, config.goal.position_tolerance,
+                      config.goal.orientation_tolerance)
         if self.config is None:
             self.fallback = IkFallback(model, *tolerances)
-        elif (self.fallback.ik.margin, self.config.goal_position_tolerance,
-              self.config.goal_orientation_tolerance) != tolerances:
+        elif (self.fallback.ik.margin, self.config.goal.position_tolerance,
+              self.config.goal.orientation_tolerance) != tolerances:
             self.fallback.reconfigure(*tolerances)
-        self.fallback.time_budget = config.fallback_time_budget
-        self.goals.default_tolerances(config.goal_position_tolerance,
-                                      config.goal_orientation_tolerance)
+        self.fallback.time_budget = config.fallback.time_budget
+        self.goals.default_tolerances(config.goal.position_tolerance,
+                                      config.goal.orientation_tolerance)
         self._configure_collision(config)
         self.tick.configure(config, v_max, a_max)
         if hasattr(self, 'cartesian'):
@@ -175,10 +175,10 @@ class ResolvedRateController(GoalInputs, Handover):
         Build, re-parameterise or drop the collision checks (``collision_*`` settings).
 
         SAM eq. 19's term measures the links by the same shapes as the stage: meshes or,
-        with ``collision_convex_meshes``, their hulls (its obstacles kept).
+        with ``collision.convex_meshes``, their hulls (its obstacles kept).
         """
-        convex = config.collision_convex_meshes
-        if self.config is None or self.config.collision_convex_meshes != convex:
+        convex = config.collision.convex_meshes
+        if self.config is None or self.config.collision.convex_meshes != convex:
             shapes = collision_guard.eq19_shapes(self.model, convex)
             if shapes is not None and self.obstacles.shapes is not None:
                 shapes.set_scene(self.obstacles.shapes.scene)
@@ -188,7 +188,7 @@ class ResolvedRateController(GoalInputs, Handover):
         self.fallback.accept = self.guard.accept if self.guard is not None else None
         if hasattr(self, 'referee'):
             self.referee.collision = self.collision
-            self.referee.unreachable_time = config.unreachable_time
+            self.referee.unreachable_time = config.goal.unreachable_time
 
     # ------------------------------------------------------------------ inputs
     def _observe_clock(self, now):
@@ -252,7 +252,8 @@ class ResolvedRateController(GoalInputs, Handover):
     def _initialize(self, now):
         self.q_cmd[:] = self.robot.q
         self.v_cmd[:] = 0.0
-        self.path.reset(now, self.robot.q, self.v_cmd, self.a_max, self.config.position_margin)
+        self.path.reset(now, self.robot.q, self.v_cmd, self.a_max,
+                        self.config.limits.position_margin)
         self.robot.tracking_error[:] = 0.0
         # effectors without a pose goal hold (or integrate twists from) where they are; a
         # pose goal sent before the first state is kept
@@ -344,7 +345,7 @@ class ResolvedRateController(GoalInputs, Handover):
         elif robot.fresh:
             stale = robot.state == LinkState.STALE
             if robot.follow(self.path, now, cfg.reseed_tolerance, self.v_max, self.a_max,
-                            cfg.position_margin) and stale:
+                            cfg.limits.position_margin) and stale:
                 self.goals.excuse_pause(slice(None), now)
         robot.fresh = False
         if robot.state == LinkState.STALE:  # not yet believed elsewhere after the gap

@@ -212,7 +212,7 @@ class GoalInputs:
         """
         Replace the obstacle spheres (centres [m] in the base frame, radii [m]).
 
-        The arm keeps ``obstacle_influence`` of clearance where its task allows (SAM eq.
+        The arm keeps ``obstacles.influence_distance`` of clearance where its task allows (SAM eq.
         19, :mod:`ik_control.ik.obstacles`). Raises :class:`InputError` for non-finite
         centres, radii outside ``[0, MAX_RADIUS]`` or more than ``MAX_OBSTACLES`` spheres.
         """
@@ -266,7 +266,7 @@ class GoalInputs:
 
     def _check_plan_collisions(self, goal, start):
         """
-        Refuse a plan that brings a checked pair below ``collision_security_distance``.
+        Refuse a plan that brings a checked pair below ``collision.security_distance``.
 
         The plan is sampled so that no joint moves more than ``PLAN_CHECK_STEP`` between
         two samples; the first offending sample names the pair and the time.
@@ -282,7 +282,7 @@ class GoalInputs:
                 i = int(np.argmin(d))
                 raise InputError(f'joint trajectory refused: at {t - start:.3f} s it brings '
                                  f'{stage.cm.pair_name(rows[i])} {1e3 * d[i]:.1f} mm apart, '
-                                 f'below collision_security_distance '
+                                 f'below collision.security_distance '
                                  f'({1e3 * stage.security:g} mm)')
 
     def _cancel_joint_goal(self, why):

@@ -82,7 +82,7 @@ class GoalReferee:
         ``unreachable_time`` seconds with the arm at rest, or for ``CREEP_PERIODS`` times as
         long while it still creeps. Such a goal goes to the position-IK fallback
         (:meth:`_request_fallback`, seeded with ``q_cmd``), or, once it has had
-        ``MAX_TRIES`` (or with ``fallback_strategy: off``), is unreachable (:meth:`park`).
+        ``MAX_TRIES`` (or with ``fallback.strategy: off``), is unreachable (:meth:`park`).
         Returns True while some goal is parked.
         """
         cfg, goals, solver, fallback = config, self.goals, self.solver, self.fallback
@@ -94,7 +94,7 @@ class GoalReferee:
             # unreachable (SIMON under load)
             goals.excuse_pause(slice(None), now)
         flags = goals.judge(solver.err_pos, solver.err_rot, velocities, now,
-                            cfg.unreachable_time)
+                            cfg.goal.unreachable_time)
         if flags & SETTLING:  # the hand's own speed, per task row, over the window
             hand = np.max(np.abs(velocities @ solver.J.T), axis=0)
             goals.settle_hands(hand, self.model.row_frame, solver.err_pos, solver.err_rot)
@@ -104,15 +104,15 @@ class GoalReferee:
             stuck = goals.stuck & ~fallback.seeking  # a pending solve decides those
             retry = ((stuck | goals.slow) & ~fallback.seeking
                      & (fallback.tries < MAX_TRIES))
-            if cfg.fallback_strategy != 'off' and retry.any():
-                self._request_fallback(now, retry, q_cmd, cfg.fallback_strategy)
+            if cfg.fallback.strategy != 'off' and retry.any():
+                self._request_fallback(now, retry, q_cmd, cfg.fallback.strategy)
                 stuck &= ~retry
             if stuck.any():
                 why = ('no progress again after the position-IK fallback'
-                       if cfg.fallback_strategy != 'off' else 'no progress (fallback off)')
+                       if cfg.fallback.strategy != 'off' else 'no progress (fallback off)')
                 blocked = self.collision_reason()
                 self.park(stuck, f'{blocked}; {why}' if blocked else
-                          f'{why} for {cfg.unreachable_time:g} s')
+                          f'{why} for {cfg.goal.unreachable_time:g} s')
         done = goals.reached | goals.parked
         if fallback.posture is not None and done[fallback.serving].all():
             self.end_fallback(np.flatnonzero(fallback.serving)[0])

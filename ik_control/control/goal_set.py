@@ -43,8 +43,8 @@ __all__ = ['CREEP_PERIODS', 'GOAL_SPEED', 'GoalSet', 'MODE_IDLE', 'MODE_MOTION',
 
 MODE_IDLE, MODE_POSE, MODE_TWIST, MODE_MOTION = 0, 1, 2, 3
 # fall of the goal error, as a fraction of itself, that counts as progress to a goal;
-# errors are measured in tolerances (position / goal_position_tolerance plus rotation /
-# goal_orientation_tolerance), so the rule has no length scale [-]
+# errors are measured in tolerances (position / goal.position_tolerance plus rotation /
+# goal.orientation_tolerance), so the rule has no length scale [-]
 PROGRESS_FRACTION = 0.01
 # joint speed, over the whole command window (now to max_expected_latency ahead), below
 # which a goal within tolerance counts as reached: the robot, which follows the window, is

@@ -46,25 +46,26 @@ def joint_limits(model, config):
     """
     Return ``(v_max [rad/s or m/s], a_max [rad/s^2 or m/s^2])`` per joint for ``config``.
 
-    ``v_max``: ``max_velocity`` (one value or one per joint), else the URDF's limits times
-    ``velocity_scale``; never above the URDF's. ``a_max``: ``max_acceleration``, one value
-    or one per joint. Raises :class:`InputError` naming the joint where a limit is
-    missing or exceeded.
+    ``v_max``: ``limits.max_velocity`` (one value or one per joint), else the URDF's limits
+    times ``limits.velocity_scale``; never above the URDF's. ``a_max``:
+    ``limits.max_acceleration``, one value or one per joint. Raises :class:`InputError`
+    naming the joint where a limit is missing or exceeded.
     """
     nq = model.nq
-    v_max = (np.array(config.max_velocity, dtype=float) if config.max_velocity
-             else model.velocity_limit * config.velocity_scale)
+    lim = config.limits
+    v_max = (np.array(lim.max_velocity, dtype=float) if lim.max_velocity
+             else model.velocity_limit * lim.velocity_scale)
     if v_max.size == 1:
         v_max = np.full(nq, float(v_max[0]))
     if not np.all(np.isfinite(v_max) & (v_max > 0)):
-        raise InputError('URDF velocity limits missing: set max_velocity')
+        raise InputError('URDF velocity limits missing: set limits.max_velocity')
     urdf = model.velocity_limit
     faster = np.isfinite(urdf) & (urdf > 0) & (v_max > urdf * (1.0 + 1e-12))
     if faster.any():
         j = int(np.argmax(faster))
-        raise InputError(f'max_velocity {v_max[j]:g} exceeds the URDF velocity limit '
+        raise InputError(f'limits.max_velocity {v_max[j]:g} exceeds the URDF velocity limit '
                          f"{urdf[j]:g} of joint '{model.joint_names[j]}'")
-    a = np.array(config.max_acceleration, dtype=float)
+    a = np.array(lim.max_acceleration, dtype=float)
     return v_max, (np.full(nq, a[0]) if a.size == 1 else a)
 
 

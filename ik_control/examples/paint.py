@@ -141,8 +141,9 @@ def run(task, avoid, progress=None):
     ``seconds`` (wall time of the loop).
     """
     model = task.model
-    config = tracking_config(task.rate_hz, obstacle_influence=task.influence,
-                             obstacle_gain=task.gain, link_radius=task.link_radius)
+    config = tracking_config(task.rate_hz, {'obstacles.influence_distance': task.influence,
+                                            'obstacles.gain': task.gain,
+                                            'obstacles.link_radius': task.link_radius})
     # SAM's primary solution is the pseudoinverse (sec. III), not our damped law
     config = replace(config, solver=replace(config.solver, method='pseudoinverse'))
     controller = ResolvedRateController(model, config)

@@ -12,7 +12,6 @@ model and its fixed obstacles; a bad value is an :class:`InputError` or a
 :class:`StartupError` with a clear message.
 """
 
-from dataclasses import replace
 import os
 
 from ik_control.control.config import ControllerConfig
@@ -63,9 +62,10 @@ def _setting(field, description, lo=None, hi=None, dynamic=False, convert=None):
     """
     Return the :class:`Param` that sets the configuration's ``field``, with its default.
 
-    ``field``: a :class:`ControllerConfig` attribute, or ``solver.<name>`` for its
-    :class:`~ik_control.ik.solver.SolverConfig`'s; the dataclass's default is the one
-    place the default is typed, and :func:`controller_config` the one place it is read.
+    ``field``: the dotted name of a :class:`ControllerConfig` field (``limits.position_margin``,
+    ``solver.damping``), the parameter's own name but for the three that config.py
+    names; the dataclass's default is the one place the default is typed, and
+    :func:`controller_config` the one place it is read.
     A tuple default is declared as a list (an empty one as a double array); ``convert``
     turns the parameter's value into the field's (else a list becomes a tuple).
     """
@@ -209,16 +209,16 @@ PARAMETERS = {
         'Manipulability-gradient gain: joint speed alpha grad w [1/s per unit of grad w].',
         lo=0.0, hi=10.0, dynamic=True),
     'limits.position_margin': _setting(
-        'position_margin', 'Distance kept from each joint limit [rad or m].',
+        'limits.position_margin', 'Distance kept from each joint limit [rad or m].',
         lo=0.0, hi=1.0, dynamic=True),
     'limits.velocity_scale': _setting(
-        'velocity_scale', 'Fraction of the URDF velocity limits used [-].',
+        'limits.velocity_scale', 'Fraction of the URDF velocity limits used [-].',
         lo=0.001, hi=1.0, dynamic=True),
     'limits.max_velocity': _setting(
-        'max_velocity',
+        'limits.max_velocity',
         'Joint velocity limits, one or one per joint; empty = URDF limits [rad/s].', dynamic=True),
     'limits.max_acceleration': _setting(
-        'max_acceleration', 'Joint acceleration limits, one or one per joint [rad/s^2].',
+        'limits.max_acceleration', 'Joint acceleration limits, one or one per joint [rad/s^2].',
         dynamic=True),
     'obstacles.fixed': Param(
         '[]',
@@ -226,58 +226,58 @@ PARAMETERS = {
         "rpy} in the base frame [m, rad] (as jt_rrt_planner's); avoided with those from "
         '~/obstacles.'),
     'obstacles.influence_distance': _setting(
-        'obstacle_influence',
+        'obstacles.influence_distance',
         "Clearance between the arm's links (its URDF shapes, or capsules) and an obstacle below "
         'which the arm moves away (SAM eq. 19) [m].', lo=0.0, hi=2.0, dynamic=True),
     'obstacles.gain': _setting(
-        'obstacle_gain', 'Escape speed per metre of clearance missing [1/s].',
+        'obstacles.gain', 'Escape speed per metre of clearance missing [1/s].',
         lo=0.0, hi=100.0, dynamic=True),
     'obstacles.link_radius': _setting(
-        'link_radius',
+        'obstacles.link_radius',
         "Radius of the capsules around the arm's links (joint origin to joint origin) that SAM "
         'eq. 19 measures on a robot from a DH table or a URDF without <collision> shapes; a '
         "URDF's shapes are used where it has them [m].", lo=0.0, hi=1.0, dynamic=True),
     'collision.enabled': _setting(
-        'collision_enabled',
+        'collision.enabled',
         "Keep the URDF's collision shapes at least collision.security_distance apart (self "
         'pairs and obstacles), whatever the goal asks.', dynamic=True),
     'collision.srdf_path': _setting(
-        'collision_srdf',
+        'collision.srdf',
         'SRDF whose <disable_collisions> pairs are not checked (ik_control collision-matrix '
         'writes one); a relative path is looked up in the current directory, then in the '
         'package; empty = pairs in contact at the first state are not checked.',
         convert=read_srdf),
     'collision.convex_meshes': _setting(
-        'collision_convex_meshes',
+        'collision.convex_meshes',
         'Measure mesh collision shapes as their convex hulls (compiled GJK: tens of '
         'microseconds a pair, a concave link counted with its hollows filled) instead of as '
         'triangle meshes (coal BVH: exact, but about a millisecond a tick on an arm of STL '
         'meshes).'),
     'collision.security_distance': _setting(
-        'collision_security_distance',
+        'collision.security_distance',
         'No checked pair is commanded nearer than this, braking tail included [m].',
         lo=0.0, hi=0.5, dynamic=True),
     'collision.influence_distance': _setting(
-        'collision_influence_distance',
+        'collision.influence_distance',
         'Pairs nearer than this have their approach speed bounded [m].',
         lo=0.001, hi=1.0, dynamic=True),
     'collision.gain': _setting(
-        'collision_gain',
+        'collision.gain',
         'Velocity damper rate xi: a pair approaches at most at xi (d - security_distance) '
         '[1/s].', lo=0.01, hi=1000.0, dynamic=True),
     'goal.position_tolerance': _setting(
-        'goal_position_tolerance', 'goal_reached within this position error [m].',
+        'goal.position_tolerance', 'goal_reached within this position error [m].',
         lo=1e-06, hi=1.0, dynamic=True),
     'goal.orientation_tolerance': _setting(
-        'goal_orientation_tolerance', 'goal_reached within this rotation error [rad].',
+        'goal.orientation_tolerance', 'goal_reached within this rotation error [rad].',
         lo=1e-06, hi=3.2, dynamic=True),
     'fallback.strategy': _setting(
-        'fallback_strategy',
+        'fallback.strategy',
         'When the Cartesian law stalls on a goal, the position IK is asked for a configuration: '
         'joint (joint-space approach, then Cartesian), posture (pulled toward it in the '
         'nullspace) or off.', dynamic=True),
     'fallback.time_budget': _setting(
-        'fallback_time_budget',
+        'fallback.time_budget',
         'CPU time of one position-IK solve before the goal is called unreachable [s].',
         lo=0.001, hi=10.0, dynamic=True),
     'ik_method': _setting(
@@ -306,7 +306,7 @@ def controller_config(values):
     Each parameter declared with :func:`_setting` sets its field; the others (robot,
     loop, topics) are the node's own.
     """
-    top, solver = {}, {}
+    fields = {}
     for name, param in PARAMETERS.items():
         if param.field is None:
             continue
@@ -315,11 +315,8 @@ def controller_config(values):
             value = param.convert(value)
         elif isinstance(value, list):
             value = tuple(value)
-        if param.field.startswith('solver.'):
-            solver[param.field[len('solver.'):]] = value
-        else:
-            top[param.field] = value
-    return ControllerConfig(**top, solver=replace(_C.solver, **solver))
+        fields[param.field] = value
+    return _C.updated(fields)
 
 
 def warn_deprecated(values, logger):

@@ -177,9 +177,9 @@ class MoveToPoseServer:
         indices = np.array([controller.end_effector_index(ee) for ee in names])
         cfg = controller.config
         tol_p = per_effector(request.position_tolerance, len(names),
-                             cfg.goal_position_tolerance, 'position_tolerance')
+                             cfg.goal.position_tolerance, 'position_tolerance')
         tol_r = per_effector(request.orientation_tolerance, len(names),
-                             cfg.goal_orientation_tolerance, 'orientation_tolerance')
+                             cfg.goal.orientation_tolerance, 'orientation_tolerance')
         time_limit = time_to_sec(request.time_limit)
         if not time_limit >= 0.0:
             raise InputError(f'time_limit must be >= 0 s, got {time_limit:g} s')
