@@ -35,14 +35,11 @@ def simon_limits(model):
     from ik_control.launch_util import node_parameters
 
     config = controller_config('simon')
-    lim = config.limits
-    v_max = (np.broadcast_to(np.array(lim.max_velocity, dtype=float), (model.nq,)).copy()
-             if lim.max_velocity else model.velocity_limit * lim.velocity_scale)
-    a_max = np.broadcast_to(np.array(lim.max_acceleration, dtype=float), (model.nq,))
+    v_max, a_max = limits_mod.joint_limits(model, config)  # the controller's own reading
     robot = node_parameters(os.path.join(robots.share_directory(), 'config', 'simon.yaml'),
                             'sim_robot')
     robot_a = np.broadcast_to(np.array(robot['max_acceleration'], dtype=float), (model.nq,))
-    return Limits(config.gain, config.limits.position_margin, v_max, a_max.copy(),
+    return Limits(config.gain, config.limits.position_margin, v_max, a_max,
                   model.velocity_limit.copy(), robot_a.copy())
 
 

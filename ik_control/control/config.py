@@ -112,9 +112,11 @@ class ControllerConfig:
         copy = replace(self, **{g: replace(getattr(self, g)) for g in GROUPS})
         for name, value in values.items():
             group, _, leaf = name.rpartition('.')
-            owner = getattr(copy, group) if group in GROUPS else copy if not group else None
-            if owner is None or leaf not in {f.name for f in fields(owner)} or (
-                    not group and leaf in GROUPS):
+            if group:
+                owner = getattr(copy, group) if group in GROUPS else None
+            else:
+                owner = copy if leaf not in GROUPS else None  # a group is not a setting
+            if owner is None or leaf not in {f.name for f in fields(owner)}:
                 raise InputError(f"the controller has no setting '{name}'")
             setattr(owner, leaf, value)
         return copy

@@ -172,7 +172,7 @@ class ResolvedRateController(GoalInputs, Handover):
 
     def _configure_collision(self, config):
         """
-        Build, re-parameterise or drop the collision checks (``collision_*`` settings).
+        Build, re-parameterise or drop the collision checks (``collision.*`` settings).
 
         SAM eq. 19's term measures the links by the same shapes as the stage: meshes or,
         with ``collision.convex_meshes``, their hulls (its obstacles kept).
