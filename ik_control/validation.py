@@ -6,8 +6,14 @@ into arrays) passes one of these checks first, so bad numbers become a clear exc
 (which the ROS layer turns into a diagnostic) and never reach a joint command.
 """
 
+from dataclasses import field, fields
+import math
+from numbers import Real
+
 import numpy as np
 
+#: the dataclass field metadata key of a setting's range ``(lo, hi)`` (:func:`ranged`)
+RANGE = 'range'
 RIGID_TOLERANCE = 1e-6  # |R^T R - I| and |det R - 1| accepted in a rigid transform [-]
 
 
@@ -21,6 +27,43 @@ class ModelError(IkControlError):
 
 class InputError(IkControlError):
     """A numeric input (configuration, target, gain) that is malformed or not finite."""
+
+
+def ranged(default, lo, hi):
+    """
+    Return a dataclass field whose value must lie in ``[lo, hi]``, its units' range.
+
+    The one place a setting's range is typed: :func:`check_ranges` refuses a value outside
+    it, and the ROS parameter that sets the field is declared with the same range
+    (:func:`field_range`).
+    """
+    return field(default=default, metadata={RANGE: (lo, hi)})
+
+
+def field_range(owner, name):
+    """Return ``(lo, hi)`` of dataclass ``owner``'s field ``name`` (:func:`ranged`), or None."""
+    for f in fields(owner):
+        if f.name == name:
+            return f.metadata.get(RANGE)
+    raise InputError(f"'{type(owner).__name__}' has no field '{name}'")
+
+
+def check_ranges(settings, prefix=''):
+    """
+    Raise :class:`InputError` for the first :func:`ranged` field of ``settings`` outside its range.
+
+    ``prefix`` names the group in the message (``'limits.'``): ``limits.velocity_scale
+    must be a number in [0.001, 1], got 2.0``. A bool is not a number here.
+    """
+    for f in fields(settings):
+        bounds = f.metadata.get(RANGE)
+        if bounds is None:
+            continue
+        value = getattr(settings, f.name)
+        if not (isinstance(value, Real) and not isinstance(value, bool)
+                and math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+            raise InputError(f'{prefix}{f.name} must be a number in [{bounds[0]:g}, '
+                             f'{bounds[1]:g}], got {value!r}')
 
 
 def read_yaml(path, what):

@@ -47,7 +47,7 @@ def pytest_configure(config):
 
 #: what in a test module's source says it starts nodes or talks DDS
 NODE_MODULE = re.compile(r'rclpy|ros_helpers|Bringup|NodeProcess|RosTestContext|'
-                         r'start_nodes|test_ik_controller_node|launch')
+                         r'test_ik_controller_node')
 
 
 def pytest_collection_modifyitems(config, items):

@@ -15,6 +15,7 @@ import re
 
 from ik_control.ros import ik_controller_parameters as node
 from ik_control.ros import parameter_table
+from ik_control.validation import InputError
 import pytest
 
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'README.md')
@@ -127,3 +128,22 @@ def test_the_configuration_is_nested_as_the_parameters_are_named():
         if param.field is not None:
             assert param.field == RENAMED.get(name, name), name
     assert set(RENAMED) <= set(node.PARAMETERS)
+
+
+def test_a_value_outside_a_parameters_range_is_refused_by_the_configuration_too():
+    """The range a parameter is declared with is the field's: Python users meet it too."""
+    defaults = {name: ([] if p.default.__class__.__name__ == 'Type' else p.default)
+                for name, p in node.PARAMETERS.items()}
+    ranged = {name: p for name, p in node.PARAMETERS.items() if p.field and p.lo is not None}
+    assert len(ranged) >= 25  # every numeric setting of the controller has its range
+    for name, param in ranged.items():
+        margin = max(abs(param.lo), abs(param.hi), 1.0) * 1e-3
+        for value in (param.lo - margin, param.hi + margin):
+            with pytest.raises(InputError, match=rf'^{re.escape(param.field)} must be a '
+                                                 rf'number in \[{param.lo:g}, {param.hi:g}\]'):
+                node.controller_config(dict(defaults, **{name: value})).validate(7)
+        for value in (param.lo, param.hi):  # the ends are in the range (other checks aside)
+            try:
+                node.controller_config(dict(defaults, **{name: value})).validate(7)
+            except InputError as exc:
+                assert 'must be a number in' not in str(exc), (name, value)

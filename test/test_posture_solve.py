@@ -83,7 +83,7 @@ def test_solve_command_with_posture_options(wam_tip, capsys):
 
 @pytest.mark.parametrize('extra, message', [
     (['--posture-target', '0.1'], 'posture_target needs 7 values'),
-    (['--posture-exponent', '0.5'], 'posture_exponent must be >= 1'),
+    (['--posture-exponent', '0.5'], 'posture_exponent must be a number in [1, 8]'),
     (['--posture-gain', '-1', '--posture-exponent', '2'], 'posture gain must be'),
     (['--posture-gain', '0'], 'posture gain must be'),   # the gain alone asks for it too
 ])

@@ -8,9 +8,11 @@ field is not where the name's group suggests: ``solver.gain`` is the controller'
 ``gain`` (the convergence rate K [1/s], not :class:`SolverConfig`'s per-update
 fraction), ``nullspace.*`` are the velocity law's ``solver.*`` (the law computes the
 nullspace terms), and ``collision.srdf_path`` gives ``collision.srdf``, the file's
-text. The ROS parameters (``ik_control.ros.ik_controller_parameters``) take their
-defaults from here; :meth:`ControllerConfig.validate` names the first bad value, by the
-field's dotted name.
+text. A numeric field's range is typed here, once (:func:`~ik_control.validation.ranged`,
+``rate_hz`` in [1, 5000] Hz); the ROS parameters
+(``ik_control.ros.ik_controller_parameters``) take their defaults and ranges from here,
+and :meth:`ControllerConfig.validate` refuses a value outside its range, naming the first
+bad value by the field's dotted name.
 """
 
 from dataclasses import dataclass, field, fields, replace
@@ -19,7 +21,7 @@ import math
 from ik_control.control import classical_mode
 from ik_control.control.fallback import STRATEGIES
 from ik_control.ik.solver import SolverConfig
-from ik_control.validation import InputError
+from ik_control.validation import check_ranges, InputError, ranged
 
 __all__ = ['CollisionConfig', 'ControllerConfig', 'FallbackConfig', 'GoalConfig',
            'LimitsConfig', 'ObstaclesConfig']
@@ -29,8 +31,8 @@ __all__ = ['CollisionConfig', 'ControllerConfig', 'FallbackConfig', 'GoalConfig'
 class LimitsConfig:
     """``limits.*``: what every command keeps to (control/limits.py)."""
 
-    position_margin: float = 0.02           # kept from each joint limit [rad or m]
-    velocity_scale: float = 1.0             # fraction of the URDF velocity limits [-]
+    position_margin: float = ranged(0.02, 0.0, 1.0)     # kept from each joint limit [rad or m]
+    velocity_scale: float = ranged(1.0, 0.001, 1.0)     # of the URDF velocity limits [-]
     max_velocity: tuple = ()                # per-joint, at most the URDF's [rad/s]; empty = URDF
     max_acceleration: tuple = (10.0,)       # one value or one per joint [rad/s^2]
 
@@ -39,9 +41,9 @@ class LimitsConfig:
 class ObstaclesConfig:
     """``obstacles.*``: SAM eq. 19's escape from the obstacles, as a secondary goal."""
 
-    influence_distance: float = 0.1         # clearance below which obstacles repel [m]
-    gain: float = 5.0                       # escape speed per metre inside it [1/s]
-    link_radius: float = 0.05               # radius of the arm's capsules [m]
+    influence_distance: float = ranged(0.1, 0.0, 2.0)   # clearance below which obstacles repel [m]
+    gain: float = ranged(5.0, 0.0, 100.0)               # escape speed per metre inside it [1/s]
+    link_radius: float = ranged(0.05, 0.0, 1.0)         # radius of the arm's capsules [m]
 
 
 @dataclass
@@ -51,18 +53,18 @@ class CollisionConfig:
     enabled: bool = True
     srdf: str = ''                          # SRDF XML: pairs not checked; '' = see docs
     convex_meshes: bool = False             # meshes measured as their convex hulls
-    security_distance: float = 0.01         # no checked pair comes nearer [m]
-    influence_distance: float = 0.05        # pairs nearer than this are bounded [m]
-    gain: float = 10.0                      # damper rate xi: approach <= xi (d - d_s) [1/s]
+    security_distance: float = ranged(0.01, 0.0, 0.5)   # no checked pair comes nearer [m]
+    influence_distance: float = ranged(0.05, 0.001, 1.0)  # pairs nearer are bounded [m]
+    gain: float = ranged(10.0, 0.01, 1000.0)  # damper rate xi: approach <= xi (d - d_s) [1/s]
 
 
 @dataclass
 class GoalConfig:
     """``goal.*``: when a goal is reached, and when it is given up (goal_referee.py)."""
 
-    position_tolerance: float = 1e-3        # reached within [m]
-    orientation_tolerance: float = 1e-2     # reached within [rad]
-    unreachable_time: float = 0.5           # no progress for this long: unreachable [s]
+    position_tolerance: float = ranged(1e-3, 1e-6, 1.0)     # reached within [m]
+    orientation_tolerance: float = ranged(1e-2, 1e-6, 3.2)  # reached within [rad]
+    unreachable_time: float = ranged(0.5, 1e-3, 3600.0)  # no progress this long: unreachable [s]
 
 
 @dataclass
@@ -70,7 +72,7 @@ class FallbackConfig:
     """``fallback.*``: the position IK asked when the law stalls (fallback.py)."""
 
     strategy: str = 'joint'                 # joint | posture | off
-    time_budget: float = 0.05               # CPU time of one position-IK solve [s]
+    time_budget: float = ranged(0.05, 0.001, 10.0)  # CPU time of one position-IK solve [s]
 
 
 #: the nested groups of :class:`ControllerConfig`, by attribute
@@ -81,15 +83,15 @@ GROUPS = ('limits', 'obstacles', 'collision', 'goal', 'fallback', 'solver')
 class ControllerConfig:
     """Controller parameters; units in brackets (module docstring for the ROS names)."""
 
-    rate_hz: float = 500.0                  # control rate [Hz]
-    max_expected_latency: float = 0.02      # commands lead the clock by this much [s]
-    gain: float = 10.0                      # convergence rate K [1/s]
-    joint_state_timeout: float = 0.1        # stale joint_states after [s]
-    twist_timeout: float = 0.2              # velocity command valid for [s]
-    reseed_tolerance: float = 0.05          # |q_measured - q_commanded| re-seed bound [rad]
+    rate_hz: float = ranged(500.0, 1.0, 5000.0)             # control rate [Hz]
+    max_expected_latency: float = ranged(0.02, 0.0, 1.0)    # commands lead the clock by [s]
+    gain: float = ranged(10.0, 0.01, 1000.0)                # convergence rate K [1/s]
+    joint_state_timeout: float = ranged(0.1, 0.001, 10.0)   # stale joint_states after [s]
+    twist_timeout: float = ranged(0.2, 0.001, 10.0)         # velocity command valid for [s]
+    reseed_tolerance: float = ranged(0.05, 1e-4, 3.2)  # |q_measured - q_commanded| re-seed [rad]
     # a pose goal's joint step: velocity (the law) | ccd | hal | analytic (classical_mode.py)
     ik_method: str = 'velocity'
-    ccd_sweeps: int = 10                    # ik_method ccd: CCD sweeps per tick [-]
+    ccd_sweeps: int = ranged(10, 1, 10000)                  # ik_method ccd: sweeps per tick [-]
     # Welman's constraints kept while tracking: YAML text or a list of constraint objects
     # (constrained_motion.py); empty = none
     constraints: object = ''
@@ -123,24 +125,10 @@ class ControllerConfig:
 
     def validate(self, nq):
         """Raise :class:`InputError` naming the first bad value; returns self."""
-        lim, obs, col, goal = self.limits, self.obstacles, self.collision, self.goal
-        _check(lambda v: v > 0, 'a finite number > 0', (
-            ('rate_hz', self.rate_hz), ('gain', self.gain),
-            ('joint_state_timeout', self.joint_state_timeout),
-            ('twist_timeout', self.twist_timeout), ('reseed_tolerance', self.reseed_tolerance),
-            ('limits.velocity_scale', lim.velocity_scale),
-            ('goal.position_tolerance', goal.position_tolerance),
-            ('goal.orientation_tolerance', goal.orientation_tolerance),
-            ('goal.unreachable_time', goal.unreachable_time),
-            ('fallback.time_budget', self.fallback.time_budget),
-            ('collision.influence_distance', col.influence_distance),
-            ('collision.gain', col.gain)))
-        _check(lambda v: v >= 0, 'a finite number >= 0', (
-            ('max_expected_latency', self.max_expected_latency),
-            ('limits.position_margin', lim.position_margin),
-            ('obstacles.influence_distance', obs.influence_distance),
-            ('obstacles.gain', obs.gain), ('obstacles.link_radius', obs.link_radius),
-            ('collision.security_distance', col.security_distance)))
+        col = self.collision
+        check_ranges(self)
+        for group in GROUPS:
+            check_ranges(getattr(self, group), f'{group}.')
         if col.influence_distance <= col.security_distance:
             raise InputError('collision.influence_distance must exceed '
                              f'collision.security_distance ({col.influence_distance}'
@@ -151,6 +139,7 @@ class ControllerConfig:
         if self.gain / self.rate_hz > 1.0:
             raise InputError(f'gain {self.gain} 1/s exceeds rate_hz {self.rate_hz}: '
                              'the controller would overshoot every tick')
+        lim = self.limits
         for name, values, counts in (('limits.max_velocity', lim.max_velocity, (0, 1, nq)),
                                      ('limits.max_acceleration', lim.max_acceleration, (1, nq))):
             if len(values) not in counts:
@@ -160,11 +149,3 @@ class ControllerConfig:
         self.solver.validate()
         classical_mode.check_config(self)
         return self
-
-
-def _check(holds, expected, named_values):
-    """Raise :class:`InputError` for the first ``(name, value)`` not a number where ``holds``."""
-    for name, value in named_values:
-        if not (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and math.isfinite(value) and holds(value)):
-            raise InputError(f'{name} must be {expected}, got {value!r}')

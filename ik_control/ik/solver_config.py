@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields
 import math
 
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES, error_mode_code, ERROR_MODES
-from ik_control.validation import InputError
+from ik_control.validation import check_ranges, InputError, RANGE, ranged
 import numpy as np
 
 METHODS = {'transpose': 0, 'pseudoinverse': 1, 'dls': 2, 'dls_svd': 3, 'sdls': 4}
@@ -21,24 +21,24 @@ class SolverConfig:
     """Parameters of one update; units in brackets. Defaults suit a 1 m arm at 0.5-1 kHz."""
 
     method: str = 'dls'                 # transpose | pseudoinverse | dls | dls_svd | sdls
-    damping: float = 0.01               # lambda_0, always-on damping [m]
+    damping: float = ranged(0.01, 0.0, 10.0)        # lambda_0, always-on damping [m]
     adaptive_damping: bool = True       # add damping as sigma_min falls below epsilon
-    damping_max: float = 0.1            # lambda_max added at a singularity [m]
-    singular_epsilon: float = 0.04      # sigma_min below which damping grows [m/rad]
+    damping_max: float = ranged(0.1, 0.0, 10.0)     # lambda_max added at a singularity [m]
+    singular_epsilon: float = ranged(0.04, 1e-6, 10.0)  # sigma_min where damping grows [m/rad]
     pinv_threshold: float = 1e-6        # singular values treated as zero (pseudoinverse)
     sdls_gamma_max: float = math.pi / 4  # SDLS bound on joint change [rad]
-    clamp_error: float = 0.1            # D_max on each effector's position error [m]; 0 = off
-    clamp_error_rotation: float = 0.5   # bound on each effector's rotation error [rad]; 0 = off
+    clamp_error: float = ranged(0.1, 0.0, 10.0)  # D_max on each position error [m]; 0 = off
+    clamp_error_rotation: float = ranged(0.5, 0.0, 3.2)  # on each rotation error [rad]; 0 = off
     adaptive_clamp: bool = False        # Buss's per-effector D_max,i after target jumps
     max_joint_step: float = 0.1         # largest joint change per update [rad]; 0 = off
-    orientation_weight: float = 0.3     # weight of rotation rows [m/rad]
+    orientation_weight: float = ranged(0.3, 0.0, 100.0)  # weight of rotation rows [m/rad]
     error_mode: str = 'log3'            # log3 | se3 | axis_cross (sam: deprecated alias)
     alternate_jacobian: bool = False    # Buss's Jacobian at the target positions
-    centering_gain: float = 0.0         # alpha of SAM eq. 17 for joint centering (eq. 18)
+    centering_gain: float = ranged(0.0, 0.0, 10.0)  # SAM eq. 17's alpha, centering (eq. 18)
     posture_target: tuple = ()          # Parent's desired angles theta_c [rad]; () = mid-range
     posture_weights: tuple = ()         # Parent's per-joint alpha_i [-]; () = 1 each
-    posture_exponent: float = 2.0       # Parent's psi (2: SAM eq. 18) [-]
-    manipulability_gain: float = 0.0    # alpha for the manipulability gradient
+    posture_exponent: float = ranged(2.0, 1.0, 8.0)  # Parent's psi (2: SAM eq. 18) [-]
+    manipulability_gain: float = ranged(0.0, 0.0, 10.0)  # alpha of the manipulability gradient
     gain: float = 1.0                   # fraction of the (clamped) error corrected per update
 
     def validate(self):
@@ -47,19 +47,16 @@ class SolverConfig:
             raise InputError(f"solver method '{self.method}' is not one of {sorted(METHODS)}")
         if self.error_mode not in ERROR_MODES and self.error_mode not in ERROR_MODE_ALIASES:
             raise InputError(f"error_mode '{self.error_mode}' is not one of {sorted(ERROR_MODES)}")
-        for f in fields(self):
+        check_ranges(self, 'solver.')
+        for f in fields(self):  # the settings without a range of their own: >= 0
             value = getattr(self, f.name)
-            if isinstance(value, float) or isinstance(value, int) and not isinstance(value, bool):
-                if not math.isfinite(value) or value < 0:
-                    raise InputError(f'solver.{f.name} must be a finite number >= 0, got {value}')
-        if self.singular_epsilon <= 0:
-            raise InputError('solver.singular_epsilon must be > 0')
+            if RANGE not in f.metadata and isinstance(value, (int, float)) and not isinstance(
+                    value, bool) and not (math.isfinite(value) and value >= 0):
+                raise InputError(f'solver.{f.name} must be a finite number >= 0, got {value}')
         if not 0 < self.gain <= 1:
             raise InputError(f'solver.gain must be in (0, 1], got {self.gain}')
         if self.method == 'sdls' and self.sdls_gamma_max <= 0:
             raise InputError('solver.sdls_gamma_max must be > 0')
-        if not self.posture_exponent >= 1.0:
-            raise InputError(f'solver.posture_exponent must be >= 1, got {self.posture_exponent}')
         for name in ('posture_target', 'posture_weights'):
             values = getattr(self, name)
             if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):

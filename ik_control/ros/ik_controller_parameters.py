@@ -22,7 +22,7 @@ from ik_control.kinematics.dh_file import robot_description
 from ik_control.planning.obstacles import obstacles_from_yaml
 from ik_control.robots import share_directory
 from ik_control.ros.parameters import Param, StartupError
-from ik_control.validation import IkControlError, InputError
+from ik_control.validation import field_range, IkControlError, InputError
 import numpy as np
 from rclpy.parameter import Parameter
 import yaml
@@ -58,20 +58,22 @@ def read_srdf(path, parameter='collision.srdf_path'):
                        f'directory and in {share_directory()})')
 
 
-def _setting(field, description, lo=None, hi=None, dynamic=False, convert=None):
+def _setting(field, description, dynamic=False, convert=None):
     """
-    Return the :class:`Param` that sets the configuration's ``field``, with its default.
+    Return the :class:`Param` that sets the configuration's ``field``, with its default and range.
 
     ``field``: the dotted name of a :class:`ControllerConfig` field (``limits.position_margin``,
     ``solver.damping``), the parameter's own name but for the three that config.py
-    names; the dataclass's default is the one place the default is typed, and
-    :func:`controller_config` the one place it is read.
+    names. The dataclass is the one place the default and the range
+    (:func:`~ik_control.validation.ranged`) are typed, and :func:`controller_config` the
+    one place the value is read.
     A tuple default is declared as a list (an empty one as a double array); ``convert``
     turns the parameter's value into the field's (else a list becomes a tuple).
     """
-    default = _C
-    for part in field.split('.'):
-        default = getattr(default, part)
+    group, _, leaf = field.rpartition('.')
+    owner = getattr(_C, group) if group else _C
+    default = getattr(owner, leaf)
+    lo, hi = field_range(owner, leaf) or (None, None)
     if isinstance(default, tuple):
         default = list(default) if default else _ARR_DBL
     return Param(default, description, lo, hi, dynamic, field, convert)
@@ -97,7 +99,7 @@ PARAMETERS = {
         'effectors (other joints locked; continuous joints unwrapped to +-2 pi or their URDF '
         'limits).'),
     'rate_hz': _setting(
-        'rate_hz', 'Control rate [Hz].', lo=1.0, hi=5000.0),
+        'rate_hz', 'Control rate [Hz].'),
     'command_interface': Param(
         'trajectory',
         "Command stream: 'trajectory' (stamped trajectory_msgs/JointTrajectory windows for "
@@ -112,7 +114,7 @@ PARAMETERS = {
         'How far ahead each trajectory command commits the path (stamped points for every tick '
         'in it, then braking to rest): a command delivered up to this late is followed without '
         'a jump [s]; 0 = the one-point, stamp-zero format (unsafe when the transport delays or '
-        'bunches messages).', lo=0.0, hi=1.0),
+        'bunches messages).'),
     'loop': Param(
         'synchronized',
         "Tick scheduling: 'synchronized' (ticks at rate_hz on the own clock, phase-locked to "
@@ -138,16 +140,15 @@ PARAMETERS = {
         'publish, joint_states age; s) are written to this .npz file at shutdown (used by '
         'ik_control bench loop).'),
     'joint_state_timeout': _setting(
-        'joint_state_timeout', 'joint_states older than this stop the arm [s].',
-        lo=0.001, hi=10.0, dynamic=True),
+        'joint_state_timeout', 'joint_states older than this stop the arm [s].', dynamic=True),
     'twist_timeout': _setting(
         'twist_timeout',
         'A target_twist is followed for this long after it arrives, then the arm decelerates '
-        '[s].', lo=0.001, hi=10.0, dynamic=True),
+        '[s].', dynamic=True),
     'reseed_tolerance': _setting(
         'reseed_tolerance',
         'Measured and commanded positions further apart than this restart integration from the '
-        'measurement [rad].', lo=0.0001, hi=3.2, dynamic=True),
+        'measurement [rad].', dynamic=True),
     'diagnostics_rate': Param(
         2.0, 'Rate of /diagnostics messages [Hz].', lo=0.1, hi=100.0),
     'markers_rate': Param(
@@ -157,31 +158,30 @@ PARAMETERS = {
         'solver.method', 'Velocity law: transpose, pseudoinverse, dls, dls_svd or sdls.',
         dynamic=True),
     'solver.gain': _setting(
-        'gain', 'Convergence rate K of q_dot = J^# K e [1/s].', lo=0.01, hi=1000.0, dynamic=True),
+        'gain', 'Convergence rate K of q_dot = J^# K e [1/s].', dynamic=True),
     'solver.damping': _setting(
-        'solver.damping', 'Always-on DLS damping lambda_0 [m].', lo=0.0, hi=10.0, dynamic=True),
+        'solver.damping', 'Always-on DLS damping lambda_0 [m].', dynamic=True),
     'solver.adaptive_damping': _setting(
         'solver.adaptive_damping',
         'Raise damping as the smallest singular value falls below singular_epsilon.',
         dynamic=True),
     'solver.damping_max': _setting(
-        'solver.damping_max', 'Damping added at a singularity [m].',
-        lo=0.0, hi=10.0, dynamic=True),
+        'solver.damping_max', 'Damping added at a singularity [m].', dynamic=True),
     'solver.singular_epsilon': _setting(
         'solver.singular_epsilon', 'Smallest singular value below which damping grows [m/rad].',
-        lo=1e-06, hi=10.0, dynamic=True),
+        dynamic=True),
     'solver.clamp_error': _setting(
         'solver.clamp_error',
         "ClampMag D_max on each effector's position error (bounds Cartesian speed to gain * "
-        'D_max) [m].', lo=0.0, hi=10.0, dynamic=True),
+        'D_max) [m].', dynamic=True),
     'solver.clamp_error_rotation': _setting(
         'solver.clamp_error_rotation', "Bound on each effector's rotation error [rad].",
-        lo=0.0, hi=3.2, dynamic=True),
+        dynamic=True),
     'solver.adaptive_clamp': _setting(
         'solver.adaptive_clamp', "Buss's per-effector D_max after target jumps.", dynamic=True),
     'solver.orientation_weight': _setting(
         'solver.orientation_weight', 'Weight of rotation errors against position errors [m/rad].',
-        lo=0.0, hi=100.0, dynamic=True),
+        dynamic=True),
     'solver.error_mode': _setting(
         'solver.error_mode',
         'Pose error: log3, se3 or axis_cross (SAM eq. 21; sam is its deprecated alias).',
@@ -191,7 +191,7 @@ PARAMETERS = {
     'nullspace.centering_gain': _setting(
         'solver.centering_gain',
         'Joint-centering gain alpha (SAM eq. 17-18): joint speed -alpha grad H [rad^2/s].',
-        lo=0.0, hi=10.0, dynamic=True),
+        dynamic=True),
     'nullspace.posture_target': _setting(
         'solver.posture_target',
         "Parent's desired angles theta_c of the centering term, one per controlled joint, "
@@ -203,17 +203,15 @@ PARAMETERS = {
     'nullspace.posture_exponent': _setting(
         'solver.posture_exponent',
         "Parent's exponent psi of H = sum alpha_i ((q_i - q_ci) / half range_i)^psi; 2 = SAM "
-        'eq. 18 [-].', lo=1.0, hi=8.0, dynamic=True),
+        'eq. 18 [-].', dynamic=True),
     'nullspace.manipulability_gain': _setting(
         'solver.manipulability_gain',
         'Manipulability-gradient gain: joint speed alpha grad w [1/s per unit of grad w].',
-        lo=0.0, hi=10.0, dynamic=True),
+        dynamic=True),
     'limits.position_margin': _setting(
-        'limits.position_margin', 'Distance kept from each joint limit [rad or m].',
-        lo=0.0, hi=1.0, dynamic=True),
+        'limits.position_margin', 'Distance kept from each joint limit [rad or m].', dynamic=True),
     'limits.velocity_scale': _setting(
-        'limits.velocity_scale', 'Fraction of the URDF velocity limits used [-].',
-        lo=0.001, hi=1.0, dynamic=True),
+        'limits.velocity_scale', 'Fraction of the URDF velocity limits used [-].', dynamic=True),
     'limits.max_velocity': _setting(
         'limits.max_velocity',
         'Joint velocity limits, one or one per joint; empty = URDF limits [rad/s].', dynamic=True),
@@ -228,15 +226,14 @@ PARAMETERS = {
     'obstacles.influence_distance': _setting(
         'obstacles.influence_distance',
         "Clearance between the arm's links (its URDF shapes, or capsules) and an obstacle below "
-        'which the arm moves away (SAM eq. 19) [m].', lo=0.0, hi=2.0, dynamic=True),
+        'which the arm moves away (SAM eq. 19) [m].', dynamic=True),
     'obstacles.gain': _setting(
-        'obstacles.gain', 'Escape speed per metre of clearance missing [1/s].',
-        lo=0.0, hi=100.0, dynamic=True),
+        'obstacles.gain', 'Escape speed per metre of clearance missing [1/s].', dynamic=True),
     'obstacles.link_radius': _setting(
         'obstacles.link_radius',
         "Radius of the capsules around the arm's links (joint origin to joint origin) that SAM "
         'eq. 19 measures on a robot from a DH table or a URDF without <collision> shapes; a '
-        "URDF's shapes are used where it has them [m].", lo=0.0, hi=1.0, dynamic=True),
+        "URDF's shapes are used where it has them [m].", dynamic=True),
     'collision.enabled': _setting(
         'collision.enabled',
         "Keep the URDF's collision shapes at least collision.security_distance apart (self "
@@ -255,22 +252,19 @@ PARAMETERS = {
         'meshes).'),
     'collision.security_distance': _setting(
         'collision.security_distance',
-        'No checked pair is commanded nearer than this, braking tail included [m].',
-        lo=0.0, hi=0.5, dynamic=True),
+        'No checked pair is commanded nearer than this, braking tail included [m].', dynamic=True),
     'collision.influence_distance': _setting(
         'collision.influence_distance',
-        'Pairs nearer than this have their approach speed bounded [m].',
-        lo=0.001, hi=1.0, dynamic=True),
+        'Pairs nearer than this have their approach speed bounded [m].', dynamic=True),
     'collision.gain': _setting(
         'collision.gain',
         'Velocity damper rate xi: a pair approaches at most at xi (d - security_distance) '
-        '[1/s].', lo=0.01, hi=1000.0, dynamic=True),
+        '[1/s].', dynamic=True),
     'goal.position_tolerance': _setting(
-        'goal.position_tolerance', 'goal_reached within this position error [m].',
-        lo=1e-06, hi=1.0, dynamic=True),
+        'goal.position_tolerance', 'goal_reached within this position error [m].', dynamic=True),
     'goal.orientation_tolerance': _setting(
         'goal.orientation_tolerance', 'goal_reached within this rotation error [rad].',
-        lo=1e-06, hi=3.2, dynamic=True),
+        dynamic=True),
     'fallback.strategy': _setting(
         'fallback.strategy',
         'When the Cartesian law stalls on a goal, the position IK is asked for a configuration: '
@@ -279,7 +273,7 @@ PARAMETERS = {
     'fallback.time_budget': _setting(
         'fallback.time_budget',
         'CPU time of one position-IK solve before the goal is called unreachable [s].',
-        lo=0.001, hi=10.0, dynamic=True),
+        dynamic=True),
     'ik_method': _setting(
         'ik_method',
         "How a pose goal's joint step is made: velocity (the velocity law, solver.*), ccd "
@@ -288,7 +282,7 @@ PARAMETERS = {
         'and wrist axes meet); twists and paths always use the velocity law. The limits apply '
         'to every method (docs/classical_ik.md).', dynamic=True),
     'ccd_sweeps': _setting(
-        'ccd_sweeps', 'ik_method ccd: CCD sweeps per tick.', lo=1, hi=10000, dynamic=True),
+        'ccd_sweeps', 'ik_method ccd: CCD sweeps per tick.', dynamic=True),
     'constraints': _setting(
         'constraints',
         "Welman's geometric constraints kept while the goals are tracked: a YAML list of {type "
