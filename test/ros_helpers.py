@@ -46,6 +46,15 @@ SCHEDULING_SLACK = 0.2
 LOOP_NODES = ('ik_control.ros.ik_controller_node', 'ik_control.ros.sim_robot_node')
 LOOP_NODE_ARGS = ('-p', 'busy_wait:=0.0')
 
+# What the tests' ik_controller starts with before its own arguments, unless they name a
+# parameter file (whose values then stand, as shipped): /diagnostics at 20 Hz, not the
+# default 2 Hz, so a test that waits for the first status published after an event waits
+# about 50 ms for it, not 500 ms.
+TEST_DIAGNOSTICS_RATE = 20.0  # [Hz]
+CONTROLLER_TEST_ARGS = ('-p', f'diagnostics_rate:={TEST_DIAGNOSTICS_RATE}')
+# how long after an event a test controller's /diagnostics has told it [s]
+DIAGNOSTICS_AFTER = SCHEDULING_SLACK + 1.0 / TEST_DIAGNOSTICS_RATE
+
 
 def domain_id() -> int:
     """Return the test run's ROS_DOMAIN_ID, choosing and exporting one if unset."""
@@ -255,8 +264,12 @@ class NodeProcess(node_process.NodeProcess):
         For :data:`LOOP_NODES`, :data:`LOOP_NODE_ARGS` go last: rcl keeps the ``-p``
         overrides as one entry where the first of them stands, and a parameter file's entry
         for the node after it overrides them all (so given first, they undid a test's
-        ``-p`` after the file).
+        ``-p`` after the file). :data:`CONTROLLER_TEST_ARGS` go first, for the test's own
+        ``-p`` to override; with a parameter file they are left out (first, they would be
+        the ``-p`` entry that the file overrides, the test's own ``-p`` with them).
         """
-        ros_args = [*ros_args, *(LOOP_NODE_ARGS if module in LOOP_NODES else ())]
+        first = (CONTROLLER_TEST_ARGS if module == LOOP_NODES[0]
+                 and '--params-file' not in ros_args else ())
+        ros_args = [*first, *ros_args, *(LOOP_NODE_ARGS if module in LOOP_NODES else ())]
         super().__init__(module.rsplit('.', 1)[-1], module, ros_args, env or ros_env(),
                          cwd=REPO_ROOT)

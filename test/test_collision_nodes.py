@@ -62,8 +62,7 @@ def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does
     """The crossing goals on both simulated robots; the negative control on the kinematic."""
     bringup = Bringup('simon', 1000.0, ns=f'/simon_collision_{backend}',
                       sim_extra=['-p', f'backend:={backend}'], extra=[
-                          '-p', 'collision.srdf_path:=config/simon.srdf',
-                          '-p', 'diagnostics_rate:=20.0'])
+                          '-p', 'collision.srdf_path:=config/simon.srdf'])
     try:
         model = bringup.model
         judge = ContactJudge(model, np.array(robots.SETUPS['simon'].ready))
@@ -113,8 +112,7 @@ def test_simon_crossing_hands_over_dds_never_touch_and_the_negative_control_does
 
 def test_wam_on_mujoco_never_enters_a_published_box_and_the_negative_control_does():
     bringup = Bringup('wam', 500.0, ns='/wam_collision', sim_extra=['-p', 'backend:=mujoco'],
-                      extra=['-p', 'collision.srdf_path:=config/wam.srdf',
-                             '-p', 'diagnostics_rate:=20.0'])
+                      extra=['-p', 'collision.srdf_path:=config/wam.srdf'])
     try:
         model = bringup.model
         pub = bringup.ctx.node.create_publisher(
@@ -165,7 +163,7 @@ def test_fixed_obstacles_from_the_parameter_keep_the_arm_out():
     pole[:3, :3] = pin.rpy.rpyToMatrix(0.0, 1.5708, 0.0)
     pole[:3, 3] = (0.6, 0.4, 0.3)
     bringup = Bringup('wam', 500.0, ns='/wam_fixed', extra=[
-        '-p', 'collision.srdf_path:=config/wam.srdf', '-p', 'diagnostics_rate:=20.0',
+        '-p', 'collision.srdf_path:=config/wam.srdf',
         '-p', "obstacles.fixed:='[{name: table, type: box, size: [1.0, 1.0, 0.05], "
         'position: [0.5, 0, -0.1]}, {type: cylinder, size: [0.05, 0.5], '
         "position: [0.6, 0.4, 0.3], rpy: [0, 1.5708, 0]}]'"])

@@ -16,7 +16,7 @@ from ik_control.control.motion_meter import MotionMeter
 from ik_control.control.status import Status
 import numpy as np
 import pytest
-from ros_helpers import NodeProcess
+from ros_helpers import DIAGNOSTICS_AFTER, NodeProcess
 from sensor_msgs.msg import JointState
 from std_msgs.msg import UInt32, UInt8
 from std_srvs.srv import Trigger
@@ -129,7 +129,7 @@ def _assert_motion_within_limits(bringup, since_states, since_commands, velocity
     assert jump < 0.25
     # a window may start at the robot only where the controller counts a re-seed
     start = _seconds(bringup.commands.messages[since_commands].header.stamp)
-    bringup.ctx.spin_for(0.6)  # the /diagnostics (2 Hz) after the last window
+    bringup.ctx.spin_for(DIAGNOSTICS_AFTER)  # the /diagnostics after the last window
     reseeds = int(bringup.latest_diagnostic('reseeds')) - _reseeds_before(bringup, start)
     assert onto_robot <= reseeds
 
@@ -153,7 +153,7 @@ def test_a_glitch_sample_never_moves_the_arm(wam):
     The controller reads the newest joint_states per tick, so a sample that the robot's
     own next one supersedes before the tick is never seen (and cannot move the arm). Each
     glitch is therefore published every 20 ms until the controller reports it refused
-    (through /diagnostics, 2 Hz), at most 10 s; meanwhile the arm must not move wrongly.
+    (through /diagnostics), at most 10 s; meanwhile the arm must not move wrongly.
     """
     s0, c0 = len(wam.states.messages), len(wam.commands.messages)
     wam.send_pose('tool', _goal([0.0, 0.1, 0.0]))
@@ -314,8 +314,8 @@ def test_stamps_in_the_future_or_far_past_do_not_count_as_latency(wam):
 
     The controller reads the newest joint_states per tick, and the robot's own 500 Hz
     samples supersede most injected ones unseen (a ten-run found five of each never
-    read): each is published every 10 ms until the counter moves (/diagnostics, 2 Hz),
-    at most 10 s.
+    read): each is published every 10 ms until the counter moves (/diagnostics), at
+    most 10 s.
     """
     q = wam.q()
     counted = int(_diag(wam, 'stamps_out_of_range'))

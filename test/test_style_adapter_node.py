@@ -20,7 +20,7 @@ from ik_control.style.adapter import StyleAdapter
 import numpy as np
 import pinocchio as pin
 import pytest
-from ros_helpers import NodeProcess, stamp_seconds
+from ros_helpers import DIAGNOSTICS_AFTER, NodeProcess, stamp_seconds
 from test_ik_controller_node import Bringup, STARTUP
 from trajectory_msgs.msg import JointTrajectory
 
@@ -160,7 +160,7 @@ def test_the_hand_meets_a_point_goal_at_the_constraint_instant(simon):
         f"late ticks {simon.latest_diagnostic('late_ticks')}, "
         f"{float(simon.latest_diagnostic('late_seconds')) - late0:.3f} s lost\n"
         + simon.ctl.stderr[-3000:])
-    simon.ctx.spin_for(0.6)  # and the controller's /diagnostics (2 Hz) after it
+    simon.ctx.spin_for(DIAGNOSTICS_AFTER)  # and the controller's /diagnostics after it
     end = simon.commands.messages[-1].header.stamp
     lost = float(simon.latest_diagnostic('late_seconds')) - late0  # on braking tails [s]
     late = lost / (end.sec + 1e-9 * end.nanosec - sent)
