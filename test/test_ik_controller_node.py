@@ -56,6 +56,7 @@ class Bringup:
                          '-p', f'initial_positions:={_array(sim_ready)}',
                          '-p', f'rate_hz:={sim_rate_hz or rate_hz}', *sim_extra]
         self.sim = self.ctl = self.ctx = None
+        self.sent = set()  # effectors sent a goal (send_pose) that wait_goals has not seen taken
         try:
             self._start(name, rate_hz, setup, urdf, extra)
         except BaseException:
@@ -112,6 +113,7 @@ class Bringup:
     def send_pose(self, ee, T, frame_id=None):
         msg = pose_stamped(T, self.model.base_frame if frame_id is None else frame_id)
         self.goal[ee].clear()
+        self.sent.add(ee)  # wait_goals waits for its acceptance (goal_reached False) first
         self.pose_pub[ee].publish(msg)
 
     def wait_goal(self, ee, timeout=15.0):
@@ -123,15 +125,23 @@ class Bringup:
         Wait until goal_reached last said True on every effector of ``ees`` at once.
 
         The latest message counts, not any since the goal: on SIMON one hand's motion
-        (the shared torso) can take the other out of tolerance after it said True.
+        (the shared torso) can take the other out of tolerance after it said True. For an
+        effector sent a goal by :meth:`send_pose`, only after the goal's acceptance (the
+        False that every new goal publishes): a True of the goal before it, published
+        while the new one was on its way, is not the new goal reached.
         """
+        def reached(ee):
+            messages = self.goal[ee].messages
+            return bool(messages) and messages[-1].data and (
+                ee not in self.sent or not all(m.data for m in messages))
+
         def all_reached():
-            return all(self.goal[ee].last is not None and self.goal[ee].last.data
-                       for ee in ees)
+            return all(reached(ee) for ee in ees)
         if not self.ctx.spin_until(all_reached, timeout):
             raise TimeoutError(f'goal_reached not True on all of {list(ees)} within '
                                f'{timeout:.1f} s; last: '
                                f'{ {ee: self.goal[ee].last for ee in ees} }')
+        self.sent.difference_update(ees)
 
     def set_parameter(self, name, value):
         """Set an ik_controller parameter (bool, int, float or str) as ros2 param set does."""
