@@ -21,7 +21,9 @@ from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# the controller's latched topics, as a subscriber: the last sample on joining, and a queue
+# deep enough that a goal's False and True a tick apart both reach a test busy meanwhile
+LATCHED = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STARTUP = 30.0  # process start, discovery and numba cache load on a busy machine [s]
 
 
