@@ -695,6 +695,7 @@ def test_wam_avoids_a_box_as_a_box_not_its_bounding_sphere(wam):
     from ik_control.ik.obstacles import bounding_radius
     pub = wam.ctx.node.create_publisher(MarkerArray, f'{wam.ns}/ik_controller/obstacles', 10)
     assert wam.ctx.wait_for_subscribers(pub, 1, timeout=STARTUP)
+    _settled_command(wam)  # the module's last goal over: the arm at rest, held where it is
     q = wam.q()
     tool = wam.model.frame_placements(q)[0]
     wam.send_pose('tool', tool)
