@@ -135,7 +135,8 @@ class CartesianStage:
                 status |= _OBSTACLE_NEAR
         np.multiply(dq, cfg.rate_hz, out=tick.v_des)
         if fallback.approach is not None:
-            self.referee.approach_velocity(now, tick.q, tick.v_max, tick.a_max, tick.v_des)
+            self.referee.approach_velocity(now, tick.q, tick.v_max, tick.a_max, tick.v_des,
+                                           cfg.goal.unreachable_time)
         info = solver.info
         if 0.0 <= info[INFO_SIGMA_MIN] < cfg.solver.singular_epsilon:
             status |= _NEAR_SINGULARITY

@@ -115,7 +115,6 @@ class ResolvedRateController(GoalInputs, Handover):
         self.robot = RobotLink(model, self.events)
         self.referee = GoalReferee(model, self.goals, self.fallback, self.solver, self.events)
         self.referee.collision = self.collision
-        self.referee.unreachable_time = self.config.goal.unreachable_time
         self.cartesian = CartesianStage(model, self.solver, self.goals, self.fallback,
                                         self.referee, self.obstacles)
         self.cartesian.configure(self.config)
@@ -188,7 +187,6 @@ class ResolvedRateController(GoalInputs, Handover):
         self.fallback.accept = self.guard.accept if self.guard is not None else None
         if hasattr(self, 'referee'):
             self.referee.collision = self.collision
-            self.referee.unreachable_time = config.goal.unreachable_time
 
     # ------------------------------------------------------------------ inputs
     def _observe_clock(self, now):

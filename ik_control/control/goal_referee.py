@@ -178,12 +178,13 @@ class GoalReferee:
                             if self.fallback.approach is not None
                             else 'pulled toward it in the nullspace'))
 
-    def approach_velocity(self, now, q_cmd, v_max, a_max, out):
+    def approach_velocity(self, now, q_cmd, v_max, a_max, out, unreachable_time):
         """
         Joint strategy: desired velocity toward the IK's solution into ``out``.
 
         Hands back to Cartesian tracking (``out`` untouched) once every joint is within
-        ``HANDBACK`` of the solution.
+        ``HANDBACK`` of the solution. ``unreachable_time`` [s]: ``goal.unreachable_time``,
+        the measure of an approach blocked without progress (:data:`APPROACH_BLOCKED`).
         """
         fallback = self.fallback
         target = fallback.approach
@@ -191,8 +192,8 @@ class GoalReferee:
         if left < (1.0 - APPROACH_PROGRESS) * self._approach_left:
             self._approach_left, self._approach_time = left, now
         if (self.blocked_since is not None
-                and now - self.blocked_since > APPROACH_BLOCKED * self.unreachable_time
-                and now - self._approach_time > self.unreachable_time):
+                and now - self.blocked_since > APPROACH_BLOCKED * unreachable_time
+                and now - self._approach_time > unreachable_time):
             # the straight joint-space path to the IK's configuration runs into a pair:
             # another solution may have a free path (the goal asks again when it stalls),
             # unless its tries are spent
