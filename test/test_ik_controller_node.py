@@ -569,9 +569,9 @@ def _refusals(bringup):
     """
     (refused_messages, last_refusal, status_codes) once every message sent so far is taken.
 
-    From the first status published after a wait of ``SCHEDULING_SLACK``: within 0.7 s
-    of a refusal (the tests' controllers publish /diagnostics at 20 Hz), while
-    ``BAD_INPUT`` lasts a second.
+    From the first status published after a wait of ``SCHEDULING_SLACK``: within
+    ``DIAGNOSTICS_AFTER`` of a refusal (the tests' controllers publish /diagnostics at
+    20 Hz), while ``BAD_INPUT`` lasts a second.
     """
     bringup.ctx.spin_for(SCHEDULING_SLACK)  # what is in flight reaches a tick
     status = bringup.diagnostic(lambda s: True)  # then a status published after it

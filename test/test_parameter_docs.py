@@ -104,13 +104,18 @@ def _other_value(param):
     return [0.25, 0.5]
 
 
+def _declared_values():
+    """Return ``{name: default}`` as the node reads them (an array declared by type: [])."""
+    return {name: ([] if p.default.__class__.__name__ == 'Type' else p.default)
+            for name, p in node.PARAMETERS.items()}
+
+
 def test_each_setting_is_one_parameter_whose_value_reaches_its_field():
     """Every configuration field is one parameter's (or named here); its value lands there."""
     declared = [p.field for p in node.PARAMETERS.values() if p.field]
     assert len(declared) == len(set(declared))
     assert set(declared) | NOT_PARAMETERS == _setting_names()
-    defaults = {name: ([] if p.default.__class__.__name__ == 'Type' else p.default)
-                for name, p in node.PARAMETERS.items()}
+    defaults = _declared_values()
     for name, param in node.PARAMETERS.items():
         if param.field is None or param.convert is not None:
             continue
@@ -132,8 +137,7 @@ def test_the_configuration_is_nested_as_the_parameters_are_named():
 
 def test_a_value_outside_a_parameters_range_is_refused_by_the_configuration_too():
     """The range a parameter is declared with is the field's: Python users meet it too."""
-    defaults = {name: ([] if p.default.__class__.__name__ == 'Type' else p.default)
-                for name, p in node.PARAMETERS.items()}
+    defaults = _declared_values()
     ranged = {name: p for name, p in node.PARAMETERS.items() if p.field and p.lo is not None}
     assert len(ranged) >= 25  # every numeric setting of the controller has its range
     for name, param in ranged.items():
