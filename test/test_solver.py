@@ -1,6 +1,8 @@
 """The one-update solver (solve_step), position IK and the `ik_control solve` command."""
 
+from dataclasses import fields
 import json
+from numbers import Real
 import os
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from ik_control.control.config import CollisionConfig, ControllerConfig, Fallbac
 from ik_control.control.controller import ResolvedRateController
 from ik_control.ik.position_ik import PositionIk
 from ik_control.ik.solver import METHODS, SolverConfig, VelocitySolver
-from ik_control.validation import InputError
+from ik_control.validation import field_range, InputError
 import numpy as np
 import pytest
 
@@ -233,6 +235,18 @@ def test_bad_solver_parameters_are_refused():
                 {'clamp_error': float('nan')}, {'error_mode': 'euler'}):
         with pytest.raises(InputError):
             VelocitySolver(WAM, SolverConfig(**bad))
+
+
+def test_every_number_of_the_law_is_refused_just_outside_its_range():
+    numbers = [f for f in fields(SolverConfig) if isinstance(f.default, Real)
+               and not isinstance(f.default, bool)]
+    assert len(numbers) == 13
+    for f in numbers:
+        lo, hi = field_range(SolverConfig, f.name)  # None (no range) fails here
+        assert lo <= f.default <= hi
+        for outside in (lo - 1e-3 * (1 + abs(lo)), hi + 1e-3 * (1 + abs(hi)), float('nan')):
+            with pytest.raises(InputError, match=f'solver.{f.name} must be a number'):
+                SolverConfig(**{f.name: outside}).validate()
 
 
 def test_position_ik_solves_random_reachable_poses_inside_limits():

@@ -6,11 +6,11 @@ The velocity law's settings: :class:`SolverConfig`, and its packed form ``P``.
 posture's desired angles and weights (:meth:`ik_control.ik.solver.VelocitySolver.configure`).
 """
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 import math
 
 from ik_control.ik.pose_error import ERROR_MODE_ALIASES, error_mode_code, ERROR_MODES
-from ik_control.validation import check_ranges, InputError, RANGE, ranged
+from ik_control.validation import check_ranges, InputError, ranged
 import numpy as np
 
 METHODS = {'transpose': 0, 'pseudoinverse': 1, 'dls': 2, 'dls_svd': 3, 'sdls': 4}
@@ -25,12 +25,12 @@ class SolverConfig:
     adaptive_damping: bool = True       # add damping as sigma_min falls below epsilon
     damping_max: float = ranged(0.1, 0.0, 10.0)     # lambda_max added at a singularity [m]
     singular_epsilon: float = ranged(0.04, 1e-6, 10.0)  # sigma_min where damping grows [m/rad]
-    pinv_threshold: float = 1e-6        # singular values treated as zero (pseudoinverse)
-    sdls_gamma_max: float = math.pi / 4  # SDLS bound on joint change [rad]
+    pinv_threshold: float = ranged(1e-6, 0.0, 1.0)  # singular values taken as zero (pinv) [m/rad]
+    sdls_gamma_max: float = ranged(math.pi / 4, 0.0, math.pi)  # SDLS bound on joint change [rad]
     clamp_error: float = ranged(0.1, 0.0, 10.0)  # D_max on each position error [m]; 0 = off
     clamp_error_rotation: float = ranged(0.5, 0.0, 3.2)  # on each rotation error [rad]; 0 = off
     adaptive_clamp: bool = False        # Buss's per-effector D_max,i after target jumps
-    max_joint_step: float = 0.1         # largest joint change per update [rad]; 0 = off
+    max_joint_step: float = ranged(0.1, 0.0, 10.0)  # largest joint step per update [rad]; 0 = off
     orientation_weight: float = ranged(0.3, 0.0, 100.0)  # weight of rotation rows [m/rad]
     error_mode: str = 'log3'            # log3 | se3 | axis_cross (sam: deprecated alias)
     alternate_jacobian: bool = False    # Buss's Jacobian at the target positions
@@ -39,7 +39,7 @@ class SolverConfig:
     posture_weights: tuple = ()         # Parent's per-joint alpha_i [-]; () = 1 each
     posture_exponent: float = ranged(2.0, 1.0, 8.0)  # Parent's psi (2: SAM eq. 18) [-]
     manipulability_gain: float = ranged(0.0, 0.0, 10.0)  # alpha of the manipulability gradient
-    gain: float = 1.0                   # fraction of the (clamped) error corrected per update
+    gain: float = ranged(1.0, 1e-9, 1.0)  # fraction of the (clamped) error corrected per update
 
     def validate(self):
         """Raise :class:`InputError` naming the first bad field."""
@@ -47,14 +47,7 @@ class SolverConfig:
             raise InputError(f"solver method '{self.method}' is not one of {sorted(METHODS)}")
         if self.error_mode not in ERROR_MODES and self.error_mode not in ERROR_MODE_ALIASES:
             raise InputError(f"error_mode '{self.error_mode}' is not one of {sorted(ERROR_MODES)}")
-        check_ranges(self, 'solver.')
-        for f in fields(self):  # the settings without a range of their own: >= 0
-            value = getattr(self, f.name)
-            if RANGE not in f.metadata and isinstance(value, (int, float)) and not isinstance(
-                    value, bool) and not (math.isfinite(value) and value >= 0):
-                raise InputError(f'solver.{f.name} must be a finite number >= 0, got {value}')
-        if not 0 < self.gain <= 1:
-            raise InputError(f'solver.gain must be in (0, 1], got {self.gain}')
+        check_ranges(self, 'solver.')  # every number of the law has its range
         if self.method == 'sdls' and self.sdls_gamma_max <= 0:
             raise InputError('solver.sdls_gamma_max must be > 0')
         for name in ('posture_target', 'posture_weights'):
