@@ -150,6 +150,45 @@ def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, la
 
 
 @njit(cache=True, nogil=True)
+def _record(candidates, count, distance, travel, coherent, pair_index, last_d, last_travel):
+    """
+    Keep the ``count`` measured rows: ``pair_index[i] = candidates[i]``; when ``coherent``
+    each pair's distance and travel then (``last_d``, ``last_travel``, for :func:`_screen`).
+    """
+    for i in range(count):
+        k = candidates[i]
+        pair_index[i] = k
+        if coherent:
+            last_d[k] = distance[i]
+            last_travel[k] = travel[k]
+
+
+@njit(cache=True, nogil=True)
+def _measure_near(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, last_d,
+                  last_travel, place, candidates, kind, dims, margin, points, span, adj_start,
+                  adj, distance, point_a, point_b, normal, scratch, left, warm, pair_index,
+                  coherent, kept_travel):
+    """
+    :meth:`CollisionModel.near_pairs` in one call: return ``(count, left to coal)``.
+
+    :func:`_screen`, then GJK (:func:`~ik_control.collision.gjk.measure_pairs`) on its
+    ``count`` candidates; when GJK measured them all, :func:`_record` keeps them. Rows
+    left to coal (meshes, contact) are the caller's to measure, then to record.
+    """
+    count = _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, last_d,
+                    last_travel, place, candidates)
+    if count == 0:
+        return 0, 0
+    n_left = gjk.measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs,
+                               candidates, count, distance, point_a, point_b, normal, scratch,
+                               left, warm)
+    if n_left == 0:
+        _record(candidates, count, distance, travel, coherent, pair_index, last_d,
+                kept_travel)
+    return count, n_left
+
+
+@njit(cache=True, nogil=True)
 def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never, zeros, place,
                 candidates, kind, dims, margin, points, span, adj_start, adj, distance,
                 point_a, point_b, normal, scratch, left):
@@ -396,24 +435,20 @@ class CollisionModel:
         else:
             limit = within
         coherent = travel is not None
-        count = _screen(joint_T, self._joint, self._local, self._centre, self._radius,
-                        self.pairs, limit, travel if coherent else self._zeros,
-                        self._last_d if coherent else self._never, self._zeros,
-                        self._place, self._candidates)
-        if count == 0:
-            return 0
-        out_d, point_a, point_b, normal = self.distance, self.point_a, self.point_b, self.normal
-        left = gjk.measure_pairs(self._place, *self._primitives, self.pairs,
-                                 self._candidates, count, out_d, point_a, point_b, normal,
-                                 self._scratch, self._left,
-                                 self._start if coherent else gjk.NO_WARM_START)
+        if not coherent:
+            travel = self._zeros
+        count, left = _measure_near(
+            joint_T, self._joint, self._local, self._centre, self._radius, self.pairs, limit,
+            travel, self._last_d if coherent else self._never,
+            self._zeros, self._place,
+            self._candidates, *self._primitives, self.distance, self.point_a, self.point_b,
+            self.normal, self._scratch, self._left,
+            self._start if coherent else gjk.NO_WARM_START, self.pair_index, coherent,
+            self._last_travel)
         if left:
             self._measure_with_coal(self._left[:left].tolist())
-        self.pair_index[:count] = self._candidates[:count]
-        if coherent:
-            rows = self._candidates[:count]
-            self._last_d[rows] = out_d[:count]
-            self._last_travel[rows] = travel[rows]
+            _record(self._candidates, count, self.distance, travel, coherent,
+                    self.pair_index, self._last_d, self._last_travel)
         return count
 
     def any_within(self, joint_T, within):
