@@ -19,7 +19,7 @@ from ik_control.collision import acm, gjk
 from ik_control.collision.model import CollisionModel, disabled_pairs_from_srdf
 from ik_control.collision.shapes import convex_hull
 from ik_control.control import limits
-from ik_control.control.collision_stage import CollisionStage
+from ik_control.control.collision_stage import CollisionStage, pair_reach
 from ik_control.control.config import CollisionConfig, ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.kinematics import RobotModel
@@ -162,6 +162,47 @@ def test_a_warm_started_pair_along_a_motion_measures_what_a_cold_start_does(seed
             assert np.linalg.norm(warm[i]) == pytest.approx(core, abs=1e-9)
             assert warm[i] @ (pa[i] - pb[i]) > 0.0
     assert apart > 30 * N // 2
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), name=st.sampled_from(['simon', 'wam']))
+def test_temporal_coherence_skips_far_pairs_and_keeps_every_pair_within_reach(seed, name):
+    """
+    The controller's screen (``near_pairs`` with ``travel``) is sound and not a no-op.
+
+    Along a random joint motion (up to 3 mrad a joint a step: 3 rad/s at 1 kHz), each step's ``travel`` added by the stage's own
+    :func:`pair_reach` (5 m already, as after a long motion: it counts from the path's
+    start), every pair a cold screen finds within ``within`` is measured, at its distance
+    (the warm start: within twice GJK's tolerance), while pairs measured far and not moved
+    near since are skipped: fewer pairs are measured than by the cold screen (with the
+    measured distance less the *whole* travel, as before this test, no pair ever was).
+    """
+    model = robots.robot(name)
+    coherent, cold = CollisionModel(model), CollisionModel(model)
+    rng = np.random.default_rng(seed)
+    ws = model.workspace()
+    n, P = model.nq, len(coherent.pairs)
+    q = model.random_configurations(1, rng)[0]
+    q_last, zeros, a_max = q.copy(), np.zeros(n), np.ones(n)
+    within, lag, motion = np.zeros(P), np.zeros(P), np.zeros(n)
+    travel = np.full(P, 5.0)
+    measured = {'coherent': 0, 'cold': 0}
+    for step in range(40):
+        q = np.clip(q + rng.uniform(-0.003, 0.003, n), model.lower, model.upper)
+        pair_reach(coherent.pair_lever, q, q_last, zeros, a_max, 1e-3, 0.0, 0.1, step > 0,
+                   zeros, within, travel, lag, motion)
+        ws.update(q, jacobian=False)
+        count = coherent.near_pairs(ws.joint_T, within, travel)
+        found = dict(zip(coherent.pair_index[:count].tolist(),
+                         coherent.distance[:count].tolist()))
+        reference = cold.near_pairs(ws.joint_T, within)
+        measured['coherent'] += count
+        measured['cold'] += reference
+        for k, d in zip(cold.pair_index[:reference], cold.distance[:reference]):
+            if d <= within[k]:
+                assert k in found, f'pair {cold.pair_name(k)} at {d:.4f} m not measured'
+                assert found[k] == pytest.approx(d, abs=2 * gjk.TOLERANCE)
+    assert measured['coherent'] < measured['cold'], measured  # without coherence: equal
 
 
 def test_srdf_pairs_are_not_checked_and_a_bad_srdf_is_one_clear_error():

@@ -167,7 +167,7 @@ def _record(candidates, count, distance, travel, coherent, pair_index, last_d, l
 def _measure_near(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, last_d,
                   last_travel, place, candidates, kind, dims, margin, points, span, adj_start,
                   adj, distance, point_a, point_b, normal, scratch, left, warm, pair_index,
-                  coherent, kept_travel):
+                  coherent):
     """
     :meth:`CollisionModel.near_pairs` in one call: return ``(count, left to coal)``.
 
@@ -184,7 +184,7 @@ def _measure_near(joint_T, geom_joint, local, centre, radius, pairs, limit, trav
                                left, warm)
     if n_left == 0:
         _record(candidates, count, distance, travel, coherent, pair_index, last_d,
-                kept_travel)
+                last_travel)
     return count, n_left
 
 
@@ -440,11 +440,10 @@ class CollisionModel:
         count, left = _measure_near(
             joint_T, self._joint, self._local, self._centre, self._radius, self.pairs, limit,
             travel, self._last_d if coherent else self._never,
-            self._zeros, self._place,
+            self._last_travel if coherent else self._zeros, self._place,
             self._candidates, *self._primitives, self.distance, self.point_a, self.point_b,
             self.normal, self._scratch, self._left,
-            self._start if coherent else gjk.NO_WARM_START, self.pair_index, coherent,
-            self._last_travel)
+            self._start if coherent else gjk.NO_WARM_START, self.pair_index, coherent)
         if left:
             self._measure_with_coal(self._left[:left].tolist())
             _record(self._candidates, count, self.distance, travel, coherent,
