@@ -19,7 +19,7 @@ from ik_control.collision import acm, gjk
 from ik_control.collision.model import CollisionModel, disabled_pairs_from_srdf
 from ik_control.collision.shapes import convex_hull
 from ik_control.control import limits
-from ik_control.control.collision_stage import CollisionStage, pair_reach
+from ik_control.control.collision_stage import _row_sum, CollisionStage, pair_reach
 from ik_control.control.config import CollisionConfig, ControllerConfig
 from ik_control.control.controller import ResolvedRateController
 from ik_control.kinematics import RobotModel
@@ -170,12 +170,13 @@ def test_temporal_coherence_skips_far_pairs_and_keeps_every_pair_within_reach(se
     """
     The controller's screen (``near_pairs`` with ``travel``) is sound and not a no-op.
 
-    Along a random joint motion (up to 3 mrad a joint a step: 3 rad/s at 1 kHz), each step's ``travel`` added by the stage's own
-    :func:`pair_reach` (5 m already, as after a long motion: it counts from the path's
-    start), every pair a cold screen finds within ``within`` is measured, at its distance
-    (the warm start: within twice GJK's tolerance), while pairs measured far and not moved
-    near since are skipped: fewer pairs are measured than by the cold screen (with the
-    measured distance less the *whole* travel, as before this test, no pair ever was).
+    Along a random joint motion (up to 3 mrad a joint a step: 3 rad/s at 1 kHz), each
+    step's ``travel`` added by the stage's own :func:`pair_reach` (5 m already, as after a
+    long motion: it counts from the path's start), every pair a cold screen finds within
+    ``within`` is measured, at its distance (the warm start: within twice GJK's
+    tolerance), while pairs measured far and not moved near since are skipped: fewer
+    pairs are measured than by the cold screen (with the measured distance less the
+    *whole* travel, as before this test, no pair ever was).
     """
     model = robots.robot(name)
     coherent, cold = CollisionModel(model), CollisionModel(model)
@@ -203,6 +204,20 @@ def test_temporal_coherence_skips_far_pairs_and_keeps_every_pair_within_reach(se
                 assert k in found, f'pair {cold.pair_name(k)} at {d:.4f} m not measured'
                 assert found[k] == pytest.approx(d, abs=2 * gjk.TOLERANCE)
     assert measured['coherent'] < measured['cold'], measured  # without coherence: equal
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 128), seed=st.integers(0, 2**31 - 1))
+def test_the_qp_set_ups_row_sum_is_numpys_sum_bit_for_bit(n, seed):
+    """
+    ``_row_sum`` adds in numpy's pairwise order, bit for bit.
+
+    So the compiled QP set-up (``qp_rows``) decides a braking row's feasibility exactly
+    as ``np.sum`` did, here on terms of mixed signs and magnitudes (12 decades).
+    """
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(n) * 10.0 ** rng.uniform(-6, 6, n)
+    assert _row_sum(a, n) == a.sum()
 
 
 def test_srdf_pairs_are_not_checked_and_a_bad_srdf_is_one_clear_error():

@@ -152,8 +152,10 @@ def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, la
 @njit(cache=True, nogil=True)
 def _record(candidates, count, distance, travel, coherent, pair_index, last_d, last_travel):
     """
-    Keep the ``count`` measured rows: ``pair_index[i] = candidates[i]``; when ``coherent``
-    each pair's distance and travel then (``last_d``, ``last_travel``, for :func:`_screen`).
+    Keep the ``count`` measured rows of :func:`_measure_near`.
+
+    ``pair_index[i] = candidates[i]``; when ``coherent``, each pair's distance and travel
+    then (``last_d``, ``last_travel``, for :func:`_screen`).
     """
     for i in range(count):
         k = candidates[i]

@@ -206,6 +206,75 @@ def live_pairs(c, k, bound, m, lo, hi, live):
 
 
 @njit(cache=True, nogil=True)
+def _row_sum(a, n):
+    """
+    Return ``a[:n].sum()``, added in numpy's order for ``n <= 128``.
+
+    numpy adds pairwise: eight running sums from eight terms on. So the compiled QP set-up
+    (:func:`qp_rows`) decides as numpy's did. Beyond 128 terms (numpy splits in halves
+    there; a recursive kernel cannot be cached) one running sum.
+    """
+    if n < 8 or n > 128:
+        total = 0.0
+        for i in range(n):
+            total += a[i]
+        return total
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        total += a[i]
+        i += 1
+    return total
+
+
+@njit(cache=True, nogil=True)
+def qp_rows(c, k, bound, m, live, lo, hi, A, upper, lower, scratch):
+    """
+    Write the QP of the module docstring for the pairs ``live`` (rows of the ``m`` near).
+
+    ``A[:2 l]`` (``l = len(live)``): the soft rows ``-c``, then the braking rows ``-(c
+    k)``; ``upper[:n + 2 l]``: the box's ``hi``, then the rows' bounds (``bound[r]``,
+    ``bound[m + r]``); ``lower``: ``lo``, then ``-inf``. Returns whether some braking
+    row is met by no velocity of the box: ``sum_j min(A_j lo_j, A_j hi_j)`` above its
+    bound by more than :data:`PRIMAL_TOLERANCE` (no solution: DAQP is not asked).
+    ``scratch``: room for ``n`` values.
+    """
+    n = lo.shape[0]
+    count = live.shape[0]
+    for j in range(n):
+        upper[j] = hi[j]
+        lower[j] = lo[j]
+    for r in range(count):
+        i = live[r]
+        for j in range(n):
+            A[r, j] = -c[i, j]
+            A[count + r, j] = -(c[i, j] * k[j])
+        upper[n + r] = bound[i]
+        upper[n + count + r] = bound[i + m]
+        lower[n + r] = -_INF
+        lower[n + count + r] = -_INF
+    infeasible = False
+    for r in range(count):
+        for j in range(n):
+            a = A[count + r, j]
+            scratch[j] = min(a * lo[j], a * hi[j])
+        if _row_sum(scratch, n) > upper[n + count + r] + PRIMAL_TOLERANCE:
+            infeasible = True
+    return infeasible
+
+
+@njit(cache=True, nogil=True)
 def pair_reach(pair_lever, q, q_last, v_prev, a_max, h, security, influence, started,
                error, within, travel, lag, motion):
     """
@@ -271,6 +340,10 @@ class CollisionStage:
         self._started = False
         self._lo, self._hi = np.zeros(n), np.zeros(n)
         self._sense = np.zeros(n + 2 * MAX_ROWS, dtype=np.int32)
+        self._A = np.zeros((2 * MAX_ROWS, n))  # the QP's rows and bounds (qp_rows)
+        self._upper, self._lower = np.zeros(n + 2 * MAX_ROWS), np.zeros(n + 2 * MAX_ROWS)
+        self._scratch = np.zeros(n)
+        self._regularization = TASK_REGULARIZATION * np.eye(n)
         self._v_limited = np.zeros(n)
         m = model
         self._tables = (m.axis, m.kind.astype(np.int64), m.multiplier.astype(float),
@@ -289,6 +362,8 @@ class CollisionStage:
         pair_reach(self.cm.pair_lever, v, v.copy(), v, np.ones(n), 0.001, 0.0, 0.0, False, v,
                    np.zeros(P), np.zeros(P), np.zeros(P), self._motion)
         live_pairs(self._c, self._k, self._bound, 0, v, v, self._live)
+        qp_rows(self._c, self._k, self._bound, 0, self._live[:0], v, v, self._A, self._upper,
+                self._lower, self._scratch)
         limits.velocity_box(v, v, v - 1.0, v + 1.0, 0.0, np.ones(n), np.ones(n), 0.001,
                             self._lo, self._hi)
 
@@ -359,23 +434,19 @@ class CollisionStage:
         self.rows = live.size
         if live.size == 0:  # within the box every row holds: the limiter's box is enough
             return flag
-        A = np.vstack([-c[live], -(c[live] * k)])
-        bound = np.concatenate([bound[live], bound[live + m]])
-        m = live.size
-        n = q.size
-        if J is None:
-            H = np.eye(n)
-        else:
-            H = J.T @ J + TASK_REGULARIZATION * np.eye(n)
-        f = -(H @ v_des)
-        upper_b = np.concatenate([hi, bound])
-        lower_b = np.concatenate([lo, np.full(2 * m, -_INF)])
+        near, m, n = m, live.size, q.size
+        A, upper_b, lower_b = self._A[:2 * m], self._upper[:n + 2 * m], self._lower[:n + 2 * m]
         # a braking row that no velocity of the box meets: no solution, and DAQP 0.11 given
         # soft rows on a problem whose hard part has none corrupted memory (module docstring)
-        reach = np.minimum(A[m:] * lo, A[m:] * hi).sum(axis=1)
-        if (reach > bound[m:] + PRIMAL_TOLERANCE).any():
+        if qp_rows(c, k, bound, near, live, lo, hi, A, upper_b, lower_b,
+                   self._scratch):
             exitflag = -1
         else:
+            if J is None:
+                H = np.eye(n)
+            else:
+                H = J.T @ J + self._regularization
+            f = -(H @ v_des)
             sense = self._sense[:n + 2 * m]
             sense[n:n + m] = SOFT
             x, _, exitflag, _ = daqp.solve(H, f, A, upper_b, lower_b, sense)
