@@ -93,17 +93,26 @@ PRIMAL_TOLERANCE = 1e-6  # DAQP's default primal tolerance: a row met within it 
 
 
 @njit(cache=True, nogil=True)
-def approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_a, joint_b,
+def joint_axes(joint_T, axis, out):
+    """Write each tree joint's axis in the base frame, ``w_t = R_t a_t``, into ``out[t]``."""
+    for t in range(axis.shape[0]):
+        for r in range(3):
+            out[t, r] = (joint_T[t, r, 0] * axis[t, 0] + joint_T[t, r, 1] * axis[t, 1]
+                         + joint_T[t, r, 2] * axis[t, 2])
+
+
+@njit(cache=True, nogil=True)
+def approach_row(joint_T, w, kind, multiplier, ctrl_index, ancestors, joint_a, joint_b,
                  point_a, point_b, normal, out):
     """
     Write ``c^T = n^T (Jp_b(p_b) - Jp_a(p_a))`` of one pair into ``out``.
 
     ``joint_a``/``joint_b``: the tree joint each shape is fixed to (-1: base or scene);
     a revolute ancestor ``t`` contributes ``m_t n . (w_t x (p - o_t))``, a prismatic one
-    ``m_t n . w_t`` (``w_t`` its axis in the base frame, ``o_t`` its origin, ``m_t`` its
-    mimic multiplier) to the column of its controlled joint.
+    ``m_t n . w_t`` (``w_t`` its axis in the base frame, :func:`joint_axes`, ``o_t`` its
+    origin, ``m_t`` its mimic multiplier) to the column of its controlled joint.
     """
-    nt = axis.shape[0]
+    nt = w.shape[0]
     for c in range(out.shape[0]):
         out[c] = 0.0
     for side in range(2):
@@ -116,12 +125,7 @@ def approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_a
             col = ctrl_index[t]
             if col < 0 or not ancestors[j + 1, t]:
                 continue
-            wx = (joint_T[t, 0, 0] * axis[t, 0] + joint_T[t, 0, 1] * axis[t, 1]
-                  + joint_T[t, 0, 2] * axis[t, 2])
-            wy = (joint_T[t, 1, 0] * axis[t, 0] + joint_T[t, 1, 1] * axis[t, 1]
-                  + joint_T[t, 1, 2] * axis[t, 2])
-            wz = (joint_T[t, 2, 0] * axis[t, 0] + joint_T[t, 2, 1] * axis[t, 1]
-                  + joint_T[t, 2, 2] * axis[t, 2])
+            wx, wy, wz = w[t, 0], w[t, 1], w[t, 2]
             if kind[t] == _REVOLUTE:  # w x (p - o)
                 rx = p[0] - joint_T[t, 0, 3]
                 ry = p[1] - joint_T[t, 1, 3]
@@ -136,7 +140,7 @@ def approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors, joint_a
 @njit(cache=True, nogil=True)
 def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_joint, pairs,
                 pair_index, distance, point_a, point_b, normal, count, within, lag, influence,
-                security, gain, h, v_prev, a_max, v, near, c, k, bound):
+                security, gain, h, v_prev, a_max, v, near, c, k, bound, w):
     """
     Build both rows (module docstring) of every measured pair nearer than ``within``.
 
@@ -145,6 +149,7 @@ def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_jo
     ``c`` to ``c[:m]``, the braking coefficients to ``k`` (per joint), the soft bounds to
     ``bound[:m]`` (``_INF`` beyond the influence distance) and the hard ones to
     ``bound[m:2m]``. Returns ``(m, nearest measured row or -1, whether ``v`` breaks a row)``.
+    ``w``: room for the joints' axes (:func:`joint_axes`, once for all rows).
     """
     n = v_prev.shape[0]
     for j in range(n):
@@ -158,10 +163,12 @@ def damper_rows(joint_T, axis, kind, multiplier, ctrl_index, ancestors, shape_jo
             if nearest < 0 or distance[i] < distance[nearest]:
                 nearest = i
     broken = False
+    if m > 0:
+        joint_axes(joint_T, axis, w)
     for r in range(m):
         i = near[r]
         pair = pairs[pair_index[i]]
-        approach_row(joint_T, axis, kind, multiplier, ctrl_index, ancestors,
+        approach_row(joint_T, w, kind, multiplier, ctrl_index, ancestors,
                      shape_joint[pair[0]], shape_joint[pair[1]], point_a[i], point_b[i],
                      normal[i], c[r])
         margin = distance[i] - security - lag[pair_index[i]]
@@ -343,6 +350,7 @@ class CollisionStage:
         self._A = np.zeros((2 * MAX_ROWS, n))  # the QP's rows and bounds (qp_rows)
         self._upper, self._lower = np.zeros(n + 2 * MAX_ROWS), np.zeros(n + 2 * MAX_ROWS)
         self._scratch = np.zeros(n)
+        self._axes = np.zeros((model.axis.shape[0], 3))  # damper_rows' joint axes
         self._regularization = TASK_REGULARIZATION * np.eye(n)
         self._v_limited = np.zeros(n)
         m = model
@@ -379,7 +387,7 @@ class CollisionStage:
         return damper_rows(joint_T, *self._tables, cm.shape_joints, cm.pairs, cm.pair_index,
                            cm.distance, cm.point_a, cm.point_b, cm.normal, count, within, lag,
                            self.influence, self.security, self.gain, h, v_prev, a_max,
-                           v, self._near, self._c, self._k, self._bound)
+                           v, self._near, self._c, self._k, self._bound, self._axes)
 
     @property
     def closest_pair(self):
