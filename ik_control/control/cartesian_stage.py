@@ -29,6 +29,7 @@ import math
 
 from ik_control.control.status import Status
 from ik_control.ik.solver import INFO_ERROR_CLAMPED, INFO_SIGMA_MIN
+from numba import njit
 import numpy as np
 
 __all__ = ['BOUND_BAND', 'CartesianStage', 'MAX_TWIST_STEP']
@@ -42,6 +43,22 @@ _TWIST_TIMEOUT = int(Status.TWIST_TIMEOUT)
 _OBSTACLE_NEAR = int(Status.OBSTACLE_NEAR)
 _NEAR_SINGULARITY = int(Status.NEAR_SINGULARITY)
 _ERROR_CLAMPED = int(Status.ERROR_CLAMPED)
+
+
+@njit(cache=True, nogil=True)
+def freeze_pushing(q, dq, lo, hi, active):
+    """
+    Freeze the joints that ``dq`` pushes against their bounds; return whether any.
+
+    Joint ``j`` pushes when ``q_j >= hi_j`` and ``dq_j > 0``, or ``q_j <= lo_j`` and
+    ``dq_j < 0`` (:meth:`CartesianStage.solve_within_bounds`); its ``active_j`` is set 0.
+    """
+    pushing = False
+    for j in range(q.shape[0]):
+        if (q[j] >= hi[j] and dq[j] > 0.0) or (q[j] <= lo[j] and dq[j] < 0.0):
+            active[j] = 0.0
+            pushing = True
+    return pushing
 
 
 class CartesianStage:
@@ -72,6 +89,8 @@ class CartesianStage:
         band = config.limits.position_margin + BOUND_BAND
         self._bound_lo = self.model.lower + band
         self._bound_hi = self.model.upper - band
+        q = self.model.center  # the kernel loaded now, not on the first tick
+        freeze_pushing(q, q, self._bound_lo, self._bound_hi, q.copy())
 
     def aim(self, now, tick, lead):
         """
@@ -103,10 +122,8 @@ class CartesianStage:
         dq = solver.step(q, self.targets)
         lo, hi = self._bound_lo, self._bound_hi
         for _ in range(BOUND_RESOLVES):
-            pushing = ((q >= hi) & (dq > 0.0)) | ((q <= lo) & (dq < 0.0))
-            if not pushing.any():
+            if not freeze_pushing(q, dq, lo, hi, solver.active):
                 break
-            solver.active[pushing] = 0.0
             dq = solver.step(q, self.targets)
         return dq
 
