@@ -41,3 +41,34 @@ def test_the_rclpy_floor_times_each_call_of_a_tick_over_dds():
         assert 0.0 < p50 <= p99, (part, p50, p99)
     # the parts add up, tick by tick, to the total
     assert floor['total'][0] >= max(p50 for p, (p50, _) in floor.items() if p != 'total')
+
+
+def test_the_floor_publishes_the_longest_window_simons_controller_publishes():
+    """
+    ``window_points``: the floor's message has as many points as the controller's.
+
+    SIMON's controller, in process with the shipped settings at 1 kHz, moving both hands
+    to a random goal for 0.6 s: its longest command window (point 0, the committed knots,
+    a braking knot per joint) has exactly the floor's points.
+    """
+    import numpy as np
+    from ik_control import robots
+    from ik_control.bench.reach import controller_config
+    from ik_control.control.controller import ResolvedRateController
+    from ik_control.ros.harness.bench_loop import window_points
+
+    model = robots.robot('simon')
+    c = ResolvedRateController(model, controller_config('simon'))
+    q = np.array(robots.ready_pose('simon'), dtype=float)
+    goal = model.frame_placements(model.random_configurations(1, np.random.default_rng(1))[0])
+    longest = 0
+    for k in range(600):
+        if k == 5:
+            for i, effector in enumerate(model.end_effectors):
+                c.set_target_matrix(effector.frame, goal[i])
+        c.set_joint_state(model.joint_names, q, k * 1e-3)
+        command = c.update(k * 1e-3)
+        if command is not None:
+            longest = max(longest, len(command.times))
+            q = command.at(1e-3)[0].copy()
+    assert longest == window_points(1000.0)

@@ -45,6 +45,7 @@ import time
 
 from geometry_msgs.msg import PoseStamped
 from ik_control import robots
+from ik_control.bench.reach import controller_config
 from ik_control.ros.conversions import pose_stamped
 from ik_control.ros.harness.node_process import free_port, node_environment, NodeProcess
 from ik_control.ros.realtime_loop import summarize, TICK_PHASES
@@ -280,6 +281,19 @@ CONFIGS = (
 CHOSEN = 'synchronized_rt'
 
 
+def window_points(rate_hz):
+    """
+    Return the points of SIMON's command window in a steady tick at ``rate_hz`` [Hz].
+
+    Point 0, the knots committed ``max_expected_latency`` ahead (one a period), and a
+    braking knot per joint (:attr:`CommandWindow.max_points
+    <ik_control.control.command_window.CommandWindow.max_points>` without late ticks):
+    37 at 1 kHz with the shipped settings.
+    """
+    lead = max(controller_config('simon').max_expected_latency, 1.0 / rate_hz)
+    return 1 + round(lead * rate_hz) + robots.robot('simon').nq
+
+
 def run_floor(seconds, rate_hz=1000.0, progress=None):
     """
     Measure rclpy's own calls of a tick (:mod:`.rclpy_floor`) beside a 1 kHz sim_robot.
@@ -298,7 +312,8 @@ def run_floor(seconds, rate_hz=1000.0, progress=None):
                        '-p', f'urdf_path:={robots.urdf_path("simon")}'], env, STOP_TIMEOUT)
     floor = NodeProcess('rclpy_floor', 'ik_control.ros.harness.rclpy_floor',
                         [*common, '-p', f'seconds:={seconds + 3.0}', '-p',
-                         f'joints:={model.nq}', '-p', f'statistics_file:={stats}',
+                         f'joints:={model.nq}', '-p', f'points:={window_points(rate_hz)}',
+                         '-p', f'statistics_file:={stats}',
                          '-p', 'effectors:=[' + ', '.join(model.end_effector_names) + ']'],
                         env, STOP_TIMEOUT)
     try:
