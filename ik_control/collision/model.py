@@ -23,24 +23,24 @@ Every shape that a controlled joint moves is checked against every scene obstacl
 
 **Distances.** :meth:`CollisionModel.near_pairs` takes the tree joints' placements of a
 :class:`~ik_control.kinematics.robot_model.KinematicsWorkspace` (the controller's, already
-computed in its tick), places every shape and every shape's bounding sphere in one
-compiled call, drops the pairs whose spheres are farther apart than the asked distance
-(the broad phase: sound, the spheres hold the shapes), and measures the others: pairs of
-primitives that are apart in a second compiled call (:mod:`~ik_control.collision.gjk`),
-meshes and pairs in contact with coal. Each gives the signed distance ``d`` (negative
-inside), the witness points ``p_a``, ``p_b`` and the unit normal ``n`` from ``a`` to
-``b`` (``d`` grows when ``b`` moves along ``n``).
+computed in its tick) and, in one compiled call (:mod:`~ik_control.collision.screen`),
+places every shape and every shape's bounding sphere, drops the pairs whose spheres are
+farther apart than the asked distance (the broad phase: sound, the spheres hold the
+shapes), and measures the others that are primitives or hulls and apart with GJK
+(:mod:`~ik_control.collision.gjk`); meshes and pairs in contact are measured with coal.
+Each gives the signed distance ``d`` (negative inside), the witness points ``p_a``,
+``p_b`` and the unit normal ``n`` from ``a`` to ``b`` (``d`` grows when ``b`` moves along
+``n``).
 """
 
 import os
 import xml.etree.ElementTree as ET
 
 import coal
-from ik_control.collision import gjk
+from ik_control.collision import gjk, screen
 from ik_control.collision.shapes import bounding_sphere, convex_hull, scene_geometry
 from ik_control.kinematics import kernels
 from ik_control.validation import InputError, ModelError
-from numba import njit
 import numpy as np
 import pinocchio as pin
 
@@ -97,132 +97,6 @@ def adjacent_links(urdf_xml):
         if parent is not None and child is not None:
             pairs.add(frozenset((parent.get('link'), child.get('link'))))
     return pairs
-
-
-@njit(cache=True, nogil=True)
-def _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, last_d,
-            last_travel, place, out):
-    """
-    Place every shape and return the pairs whose bounding spheres are within ``limit[k]``.
-
-    ``place[g] = joint_T[geom_joint[g]] @ local[g]`` (``local[g]`` alone for shapes fixed
-    to the base, ``geom_joint[g] < 0``); the pair ``(a, b)`` is a candidate when
-    ``|c_a - c_b| - r_a - r_b <= limit[k]`` with ``c = R centre + t``, and (temporal
-    coherence, :meth:`CollisionModel.near_pairs`) ``last_d[k] - (travel[k] -
-    last_travel[k]) <= limit[k]``. Writes the candidate rows of ``pairs`` into ``out``;
-    returns their count.
-    """
-    G = geom_joint.shape[0]
-    for g in range(G):
-        j = geom_joint[g]
-        if j < 0:
-            for r in range(4):
-                for c in range(4):
-                    place[g, r, c] = local[g, r, c]
-        else:
-            for r in range(3):
-                for c in range(4):
-                    s = 0.0
-                    for k in range(4):
-                        s += joint_T[j, r, k] * local[g, k, c]
-                    place[g, r, c] = s
-            place[g, 3, 0] = 0.0
-            place[g, 3, 1] = 0.0
-            place[g, 3, 2] = 0.0
-            place[g, 3, 3] = 1.0
-    count = 0
-    for k in range(pairs.shape[0]):
-        if last_d[k] - (travel[k] - last_travel[k]) > limit[k]:
-            continue  # measured far enough, and not moved enough since
-        a, b = pairs[k, 0], pairs[k, 1]
-        d2 = 0.0
-        for r in range(3):
-            ca = place[a, r, 3]
-            cb = place[b, r, 3]
-            for c in range(3):
-                ca += place[a, r, c] * centre[a, c]
-                cb += place[b, r, c] * centre[b, c]
-            d2 += (ca - cb) * (ca - cb)
-        if np.sqrt(d2) - radius[a] - radius[b] <= limit[k]:
-            out[count] = k
-            count += 1
-    return count
-
-
-@njit(cache=True, nogil=True)
-def _record(candidates, count, distance, travel, coherent, pair_index, last_d, last_travel):
-    """
-    Keep the ``count`` measured rows of :func:`_measure_near`.
-
-    ``pair_index[i] = candidates[i]``; when ``coherent``, each pair's distance and travel
-    then (``last_d``, ``last_travel``, for :func:`_screen`).
-    """
-    for i in range(count):
-        k = candidates[i]
-        pair_index[i] = k
-        if coherent:
-            last_d[k] = distance[i]
-            last_travel[k] = travel[k]
-
-
-@njit(cache=True, nogil=True)
-def _measure_near(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, last_d,
-                  last_travel, place, candidates, kind, dims, margin, points, span, adj_start,
-                  adj, distance, point_a, point_b, normal, scratch, left, warm, pair_index,
-                  coherent):
-    """
-    :meth:`CollisionModel.near_pairs` in one call: return ``(count, left to coal)``.
-
-    :func:`_screen`, then GJK (:func:`~ik_control.collision.gjk.measure_pairs`) on its
-    ``count`` candidates; when GJK measured them all, :func:`_record` keeps them. Rows
-    left to coal (meshes, contact) are the caller's to measure, then to record.
-    """
-    count = _screen(joint_T, geom_joint, local, centre, radius, pairs, limit, travel, last_d,
-                    last_travel, place, candidates)
-    if count == 0:
-        return 0, 0
-    n_left = gjk.measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs,
-                               candidates, count, distance, point_a, point_b, normal, scratch,
-                               left, warm)
-    if n_left == 0:
-        _record(candidates, count, distance, travel, coherent, pair_index, last_d,
-                last_travel)
-    return count, n_left
-
-
-@njit(cache=True, nogil=True)
-def _any_within(joint_T, geom_joint, local, centre, radius, pairs, within, never, zeros, place,
-                candidates, kind, dims, margin, points, span, adj_start, adj, distance,
-                point_a, point_b, normal, scratch, left):
-    """
-    Whether a pair is within ``within[k]`` [m]: 1 yes, 0 no, ``-m``: ask coal about ``m`` rows.
-
-    :func:`_screen` without temporal coherence, then GJK on the candidates
-    (:func:`~ik_control.collision.gjk.measure_pairs`). A pair of primitives whose cores
-    touch is within any ``within[k] > 1e-9`` (the depth coal would give is not needed); the
-    rows of mesh pairs GJK cannot measure are left in ``left[:m]`` when no measured pair
-    decides.
-    """
-    count = _screen(joint_T, geom_joint, local, centre, radius, pairs, within, zeros, never,
-                    zeros, place, candidates)
-    if count == 0:
-        return 0
-    n_left = gjk.measure_pairs(place, kind, dims, margin, points, span, adj_start, adj, pairs,
-                               candidates, count, distance, point_a, point_b, normal, scratch,
-                               left, gjk.NO_WARM_START)
-    meshes = 0
-    for i in range(n_left):
-        row = left[i]
-        k = candidates[row]
-        if kind[pairs[k, 0]] != gjk.OTHER and kind[pairs[k, 1]] != gjk.OTHER:
-            return 1            # primitives in contact
-        left[meshes] = row
-        meshes += 1
-        distance[row] = np.inf
-    for i in range(count):
-        if distance[i] <= within[candidates[i]]:
-            return 1
-    return -meshes
 
 
 class CollisionModel:
@@ -439,7 +313,7 @@ class CollisionModel:
         coherent = travel is not None
         if not coherent:
             travel = self._zeros
-        count, left = _measure_near(
+        count, left = screen.measure_near(
             joint_T, self._joint, self._local, self._centre, self._radius, self.pairs, limit,
             travel, self._last_d if coherent else self._never,
             self._last_travel if coherent else self._zeros, self._place,
@@ -448,8 +322,8 @@ class CollisionModel:
             self._start if coherent else gjk.NO_WARM_START, self.pair_index, coherent)
         if left:
             self._measure_with_coal(self._left[:left].tolist())
-            _record(self._candidates, count, self.distance, travel, coherent,
-                    self.pair_index, self._last_d, self._last_travel)
+            screen.record(self._candidates, count, self.distance, travel, coherent,
+                          self.pair_index, self._last_d, self._last_travel)
         return count
 
     def any_within(self, joint_T, within):
@@ -457,13 +331,14 @@ class CollisionModel:
         Return whether some checked pair is within ``within[k]`` [m] (per pair, each > 1e-9).
 
         The yes-or-no of :meth:`near_pairs` (a pair with ``within[k] = -inf`` is left out),
-        for the planner's checks, in one compiled call (:func:`_any_within`); only meshes
-        go to coal.
+        for the planner's checks, in one compiled call
+        (:func:`~ik_control.collision.screen.any_within`); only meshes go to coal.
         """
-        found = _any_within(joint_T, self._joint, self._local, self._centre, self._radius,
-                            self.pairs, within, self._never, self._zeros, self._place,
-                            self._candidates, *self._primitives, self.distance, self.point_a,
-                            self.point_b, self.normal, self._scratch, self._left)
+        found = screen.any_within(joint_T, self._joint, self._local, self._centre,
+                                  self._radius, self.pairs, within, self._never, self._zeros,
+                                  self._place, self._candidates, *self._primitives,
+                                  self.distance, self.point_a, self.point_b, self.normal,
+                                  self._scratch, self._left)
         if found >= 0:
             return found == 1
         rows = self._left[:-found].tolist()
