@@ -11,7 +11,8 @@ new signature may appear. The paths: a pose goal reached and confirmed on the me
 pose, a twist, an obstacle, a joint trajectory, hold and resume, an unreachable goal
 parked (with the collision stage on); the position-IK fallback's joint-space approach and
 posture pull; the CCD and HAL joint steps; Parent's control term with desired angles,
-weights and psi 4 in the nullspace; Welman's constraints on SIMON.
+weights and psi 4 in the nullspace; Welman's constraints on SIMON; the collision stage's
+QP on SIMON.
 """
 
 import json
@@ -146,6 +147,16 @@ r.c.set_target_matrix('right_hand', goal)
 r.run(2.0, until=lambda c: c.goals.reached[0])
 flat = abs(r.c.current_pose('right_hand')[2, 3] - height) < 1e-4
 cases['constraints'] = {'ran': bool(flat and r.c.goals.reached[0]), 'new': r.new()}
+
+# the collision stage's QP (a row the limited velocity would break): SIMON's hands sent to
+# random poses (tools/tick_profile.py's first goal), until a tick sets the QP up
+r = Rig('simon', reach.controller_config('simon'))
+goal = r.model.frame_placements(r.model.random_configurations(1, np.random.default_rng(3))[0])
+r.run(0.01)
+for i, effector in enumerate(r.model.end_effector_names):
+    r.c.set_target_matrix(effector, goal[i])
+r.run(2.0, until=lambda c: c.collision.rows > 0)
+cases['collision qp'] = {'ran': r.c.collision.rows > 0, 'new': r.new()}
 print(json.dumps(cases))
 """
 
@@ -159,7 +170,7 @@ def test_no_kernel_compiles_or_loads_on_the_tick_after_construction():
     assert done.returncode == 0, done.stderr[-3000:]
     cases = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(cases) == {'inputs', 'fallback joint', 'fallback posture', 'ccd', 'hal',
-                          'posture term', 'constraints'}
+                          'posture term', 'constraints', 'collision qp'}
     for name, case in cases.items():
         assert case['ran'], f'{name}: its goal was not reached (or parked): the path never ran'
         new = case['new']
