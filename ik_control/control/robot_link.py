@@ -130,9 +130,7 @@ class PlausibilityFilter:
 
     def reachable(self, t0, q0, t, q):
         """Index of the first joint that moved too fast from ``(t0, q0)`` to ``(t, q)``, or -1."""
-        allowed = SPEED_FACTOR * self.v_max * max(t - t0, 0.0) + POSITION_NOISE
-        over = np.abs(q - q0) > allowed
-        return int(np.argmax(over)) if over.any() else -1
+        return _first_too_fast(q0, q, self.v_max, max(t - t0, 0.0))
 
     def check(self, t, q):
         """
@@ -193,6 +191,29 @@ def join_velocity(q_cmd, q_target, v_max, a_max, out):
     limits (:func:`limits.limit_velocity`; its scaling is uniform too).
     """
     return _join_velocity(q_cmd, q_target, v_max, a_max, JOIN_BRAKING, out)
+
+
+@njit(cache=True, nogil=True)
+def _first_too_fast(q0, q, v_max, dt):
+    """
+    Return the first joint that moved too fast over ``dt`` [s], or -1.
+
+    Joint ``j`` did when ``|q_j - q0_j| > SPEED_FACTOR v_max_j dt + POSITION_NOISE``
+    (:meth:`PlausibilityFilter.reachable`).
+    """
+    for j in range(q.shape[0]):
+        if abs(q[j] - q0[j]) > SPEED_FACTOR * v_max[j] * dt + POSITION_NOISE:
+            return j
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _within(q, lo, hi):
+    """Whether every ``q_j`` is within ``[lo_j, hi_j]`` (NaN is within no bounds)."""
+    for j in range(q.shape[0]):
+        if not (q[j] >= lo[j] and q[j] <= hi[j]):
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -262,6 +283,8 @@ class RobotLink:
         self.tracking_error = np.zeros(model.nq)
         self._elsewhere = ConfirmingRun(self.filter.reachable)  # after a gap, off the path
         self._names = (None, None)  # the last names seen, and the controlled joints in them
+        _within(self._lo, self._lo, self._hi)  # the checks' kernels loaded now, not in a tick
+        self.filter.reachable(0.0, self._lo, 0.0, self._lo)
 
     def positions(self, names, positions):
         """
@@ -289,7 +312,7 @@ class RobotLink:
             index = np.array([lookup[n] for n in self.joint_names], dtype=np.int64)
             self._names = (names, index)
         q = np.asarray(positions, dtype=float)[index]
-        if not ((q >= self._lo).all() and (q <= self._hi).all()):  # NaN fails too
+        if not _within(q, self._lo, self._hi):  # NaN fails too
             if not np.isfinite(q).all():
                 raise InputError('joint_states positions contain NaN or infinite values')
             i = int(np.argmax(np.maximum(self._lo - q, q - self._hi)))
