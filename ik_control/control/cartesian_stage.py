@@ -89,8 +89,6 @@ class CartesianStage:
         band = config.limits.position_margin + BOUND_BAND
         self._bound_lo = self.model.lower + band
         self._bound_hi = self.model.upper - band
-        q = self.model.center  # the kernel loaded now, not on the first tick
-        freeze_pushing(q, q, self._bound_lo, self._bound_hi, q.copy())
 
     def aim(self, now, tick, lead):
         """

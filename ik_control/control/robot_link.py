@@ -283,8 +283,6 @@ class RobotLink:
         self.tracking_error = np.zeros(model.nq)
         self._elsewhere = ConfirmingRun(self.filter.reachable)  # after a gap, off the path
         self._names = (None, None)  # the last names seen, and the controlled joints in them
-        _within(self._lo, self._lo, self._hi)  # the checks' kernels loaded now, not in a tick
-        self.filter.reachable(0.0, self._lo, 0.0, self._lo)
 
     def positions(self, names, positions):
         """

@@ -8,10 +8,11 @@ would be before any tick (test_tick_compiles_nothing checks that no tick compile
 """
 
 from ik_control.control import limits
+from ik_control.control.cartesian_stage import freeze_pushing
 from ik_control.control.command_window import compile_kernels
 from ik_control.control.goal_set import GoalSet
 from ik_control.control.goal_state import EventQueue
-from ik_control.control.robot_link import join_velocity
+from ik_control.control.robot_link import join_velocity, RobotLink
 from ik_control.ik.pose_error import pose_distance
 import numpy as np
 
@@ -28,6 +29,10 @@ def warm_up(model, solver, v_max, a_max, dt):
                           dt, v)
     limits.integrate(q, zero, v, dt, q.copy())
     join_velocity(q, q, v_max, a_max, v)  # re-seed, fallback approach
+    freeze_pushing(q, zero, model.lower, model.upper, v)  # the law's re-solve at bounds
+    link = RobotLink(model, EventQueue())  # the joint_states checks: bounds, then speed
+    for _ in range(2):
+        link.take(link.positions(model.joint_names, q), 0.0, None)
     GoalSet(model.end_effector_names, EventQueue()).judge(solver.err_pos, solver.err_rot,
                                                           zero, 0.0, 1.0)
     frame_T = solver.ws.frame_T
