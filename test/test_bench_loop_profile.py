@@ -71,4 +71,4 @@ def test_the_floor_publishes_the_longest_window_simons_controller_publishes():
         if command is not None:
             longest = max(longest, len(command.times))
             q = command.at(1e-3)[0].copy()
-    assert longest == window_points(1000.0)
+    assert longest == window_points(model, 1000.0)

@@ -281,17 +281,17 @@ CONFIGS = (
 CHOSEN = 'synchronized_rt'
 
 
-def window_points(rate_hz):
+def window_points(model, rate_hz):
     """
     Return the points of SIMON's command window in a steady tick at ``rate_hz`` [Hz].
 
     Point 0, the knots committed ``max_expected_latency`` ahead (one a period), and a
     braking knot per joint (:attr:`CommandWindow.max_points
     <ik_control.control.command_window.CommandWindow.max_points>` without late ticks):
-    37 at 1 kHz with the shipped settings.
+    37 at 1 kHz with the shipped settings. ``model``: SIMON's RobotModel.
     """
     lead = max(controller_config('simon').max_expected_latency, 1.0 / rate_hz)
-    return 1 + round(lead * rate_hz) + robots.robot('simon').nq
+    return 1 + round(lead * rate_hz) + model.nq
 
 
 def run_floor(seconds, rate_hz=1000.0, progress=None):
@@ -312,7 +312,8 @@ def run_floor(seconds, rate_hz=1000.0, progress=None):
                        '-p', f'urdf_path:={robots.urdf_path("simon")}'], env, STOP_TIMEOUT)
     floor = NodeProcess('rclpy_floor', 'ik_control.ros.harness.rclpy_floor',
                         [*common, '-p', f'seconds:={seconds + 3.0}', '-p',
-                         f'joints:={model.nq}', '-p', f'points:={window_points(rate_hz)}',
+                         f'joints:={model.nq}', '-p',
+                         f'points:={window_points(model, rate_hz)}',
                          '-p', f'statistics_file:={stats}',
                          '-p', 'effectors:=[' + ', '.join(model.end_effector_names) + ']'],
                         env, STOP_TIMEOUT)
