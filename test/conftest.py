@@ -2,17 +2,20 @@
 Session set-up shared by the test modules.
 
 Hypothesis runs derandomized by default: every run (CI's included) checks the same
-examples, so a red run is reproducible and never a draw. Set ``HYPOTHESIS_PROFILE=explore``
-to search new examples (``make test HYPOTHESIS_PROFILE=explore``, several times before a
-release); what it finds goes into the tests as ``@example``s or fixes.
+examples, so a red run is reproducible and never a draw. No example has a deadline: tests
+don't time things, and ``make test`` runs these at nice 19. Set
+``HYPOTHESIS_PROFILE=explore`` to search new examples (``make test
+HYPOTHESIS_PROFILE=explore``, several times before a release); what it finds goes into the
+tests as ``@example``s or fixes.
 
 Every test of a module that starts nodes or talks DDS is marked ``nodes``
 (:data:`NODE_MODULE`, read from the module's source; a module that only runs the command
-line or a Python child, with no ROS in it, is not). ``make test`` runs the others first on
-two pytest-xdist workers, then the ``nodes`` tests one at a time: their real-time loops
-are judged by the robot's own clock, and with two node modules at once (``make test
-NODE_WORKERS=2``: each module on one worker, each worker on a ROS domain of its own) 2 of
-8 runs on a 2-core machine failed a timing bound under the other worker's load.
+line or a Python child, with no ROS in it, is not). ``make test`` runs the ``nodes`` tests
+one at a time and, beside them at nice 19, the others on two pytest-xdist workers: the
+node tests' real-time loops are judged by the robot's own clock, and the niced run only
+takes the CPU they leave. With two node modules at once (``make test NODE_WORKERS=2``:
+each module on one worker, each worker on a ROS domain of its own) 2 of 8 runs on a
+2-core machine failed a timing bound under the other worker's load.
 """
 
 import os
@@ -23,8 +26,8 @@ from ik_control import robots
 from ik_control.control.controller import ResolvedRateController
 import pytest
 
-settings.register_profile('default', derandomize=True)
-settings.register_profile('explore', derandomize=False)
+settings.register_profile('default', derandomize=True, deadline=None)
+settings.register_profile('explore', derandomize=False, deadline=None)
 settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'default'))
 
 

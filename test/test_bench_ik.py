@@ -187,11 +187,13 @@ def test_trac_ik_gets_the_model_limits_and_agrees_with_its_kinematics(name):
     The Panda's limits read by KDL's parser are zero: the bench sets them from the model.
 
     SIMON's torso joints, locked on the chain, are fixed in the URDF TRAC-IK reads.
-    (pytracik is pinned in requirements.txt: no skip where it is missing.)
+    (pytracik is pinned in requirements.txt: no skip where it is missing.) TRAC-IK's
+    timeout is on the wall clock: 50 ms, not the bench's 5, since ``make test`` runs this
+    at nice 19 beside the node tests (with 5 ms it solved 14 of 20 there, 20 alone).
     """
     robot = arms.bench_robot(name)
     model = arms.load_model(robot)
-    ctx = peers.Context(robot, model, 1e-5, 0.005, bench_ik.CLOCKS['cpu'], 0,
+    ctx = peers.Context(robot, model, 1e-5, 0.05, bench_ik.CLOCKS['cpu'], 0,
                         model.frame_placements(model.center + 0.1)[0])
     solve = peers.FACTORIES['trac_ik-speed'](ctx)
     _, targets = arms.make_targets(model, 20, 3)
@@ -201,7 +203,7 @@ def test_trac_ik_gets_the_model_limits_and_agrees_with_its_kinematics(name):
         if own:
             assert np.all(q >= model.lower - 1e-9) and np.all(q <= model.upper + 1e-9)
             solved += arms.reaches(model, q, target, 1e-5)
-    assert solved >= 15
+    assert solved >= 18
 
 
 def test_report_writes_the_page_from_the_saved_results(tmp_path, results):
