@@ -110,8 +110,10 @@ browser:
 # of 8 fresh-clone runs failed timing bounds under the other worker's load. Beside them
 # the tests that start no node run on TEST_WORKERS pytest-xdist workers at nice 19: they
 # take the CPU the node tests leave and yield it to them at once (a niced process weighs
-# 1/68 of a normal one in the scheduler), and nothing in them is timed. Their report goes
-# to QUICK_LOG and is printed when both are done. The exit status says if either failed
+# 1/68 of a normal one in the scheduler). Nothing in them is timed, and a time budget
+# whose outcome one asserts counts CPU time or cannot bind (a planner's node limit, a
+# solve that returns at its solution), since a niced test can wait seconds for a core.
+# Their report goes to QUICK_LOG and is printed when both are done. The exit status says if either failed
 # (5, nothing selected, is not a failure). QUICK_NICE=0 runs them at normal priority.
 TEST_WORKERS ?= 2
 NODE_WORKERS ?= 1

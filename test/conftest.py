@@ -3,8 +3,10 @@ Session set-up shared by the test modules.
 
 Hypothesis runs derandomized by default: every run (CI's included) checks the same
 examples, so a red run is reproducible and never a draw. No example has a deadline: tests
-don't time things, and ``make test`` runs these at nice 19. Set
-``HYPOTHESIS_PROFILE=explore`` to search new examples (``make test
+don't time things, and ``make test`` runs those that start no node at nice 19, where a
+test can wait seconds for a core (for the same reason a time budget whose outcome a test
+asserts counts CPU time, or cannot bind: a planner's node limit, a solve that returns at
+its solution). Set ``HYPOTHESIS_PROFILE=explore`` to search new examples (``make test
 HYPOTHESIS_PROFILE=explore``, several times before a release); what it finds goes into the
 tests as ``@example``s or fixes.
 

@@ -13,6 +13,10 @@ import pinocchio as pin
 import pytest
 
 WAM_URDF = robots.urdf_path('wam')
+# The time budget of a solve whose success a test asserts [ms] (it returns at its solution):
+# make test runs these tests at nice 19 beside the node tests, where a wall-clock budget of
+# 200 ms can pass while the solve waits for a core.
+SOLVE_MS = '30000'
 
 
 @pytest.mark.parametrize('method', ['ccd', 'hal', 'analytic'])
@@ -23,7 +27,7 @@ def test_solve_command_with_a_classical_method_reaches_the_pose(method, capsys):
     quat = pin.Quaternion(T[:3, :3]).coeffs()      # x y z w
     code = cli.main(['solve', '--urdf', WAM_URDF, '--base', 'wam_base', '--tip', 'tool',
                      '--xyz', *map(str, T[:3, 3]), '--quat', *map(str, quat),
-                     '--method', method, '--tolerance', '1e-4', '--timeout-ms', '200',
+                     '--method', method, '--tolerance', '1e-4', '--timeout-ms', SOLVE_MS,
                      '--random-seed', '1', '--json'])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report['success']
@@ -64,7 +68,7 @@ def test_solve_command_on_both_of_simons_hands(method, capsys):
         q_goal[:2] = simon.center[:2]          # hal holds the torso at the seed (mid-range)
     code = cli.main(['solve', '--urdf', robots.urdf_path('simon'), '--base', 'simon_base',
                      *_simon_goal_args(simon, q_goal), '--method', method,
-                     '--tolerance', '1e-4', '--timeout-ms', '500', '--random-seed', '1',
+                     '--tolerance', '1e-4', '--timeout-ms', SOLVE_MS, '--random-seed', '1',
                      '--json'])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report['success']

@@ -395,10 +395,10 @@ def test_mujoco_wam_step_cost(capsys):
         sim = MujocoSim(f.read())
     sim.set_trajectory(sim.joint_names, [0.5, 1.0],
                        [np.full(len(sim.joint_names), 0.2), np.zeros(len(sim.joint_names))])
-    start = time.perf_counter()
+    start = time.process_time()   # CPU: make test runs this at nice 19 beside the node tests
     for k in range(1, 1001):
         sim.step(k * 1e-3)
-    per_tick = (time.perf_counter() - start) / 1000
+    per_tick = (time.process_time() - start) / 1000
     with capsys.disabled():
         print('\nMujocoSim WAM: %.1f us per 1 kHz step' % (per_tick * 1e6))
     assert per_tick < 1e-3  # real-time capable

@@ -49,8 +49,11 @@ class RrtConnect:
                     kin_model.pin_model, joints=kin_model.joint_names,
                     end_effectors=[EndEffector(goal.frame, 'position')],
                     base_frame=kin_model.base_frame)
+            # its 1 s safety budget on this thread's CPU time: restarts are bounded by
+            # count, and a thread held up by a loaded machine gets the same goal
             self._ik[key] = PositionIk(kin_model, tolerance=1e-4, rotation_tolerance=1e-3,
-                                       method='law', max_iterations=300)
+                                       method='law', max_iterations=300,
+                                       clock=time.thread_time)
         ik = self._ik[key]
         target = goal.target()[None]
         aim = target.copy()
