@@ -113,8 +113,9 @@ browser:
 # 1/68 of a normal one in the scheduler). Nothing in them is timed, and a time budget
 # whose outcome one asserts counts CPU time or cannot bind (a planner's node limit, a
 # solve that returns at its solution), since a niced test can wait seconds for a core.
-# Their report goes to QUICK_LOG and is printed when both are done. The exit status says if either failed
-# (5, nothing selected, is not a failure). QUICK_NICE=0 runs them at normal priority.
+# Their report goes to QUICK_LOG and is printed when both are done. The exit status says
+# if either failed (5, nothing selected, is not a failure). QUICK_NICE=0 runs them at
+# normal priority.
 TEST_WORKERS ?= 2
 NODE_WORKERS ?= 1
 QUICK_NICE ?= 19

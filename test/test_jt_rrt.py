@@ -14,8 +14,8 @@ import pytest
 WAM = robots.robot('wam')
 # The time limit of a search whose success a test asserts [s]: the node limit (and the seed)
 # decide it, as on an idle machine, not the machine's load (make test runs these tests at
-# nice 19 beside the node tests: a 10 s limit once ran out there on a search that takes
-# about a second alone).
+# nice 19 beside the node tests: a 10 s limit once ran out there on a search that passes
+# within it alone).
 UNTIMED = 600.0
 START = robots.ready_pose('wam')
 TABLE = [Obstacle('table', 'box', (0.5, 1.0, 0.04), pose_from((0.75, 0.0, 0.15))),
